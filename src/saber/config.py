@@ -1,0 +1,177 @@
+"""Settings: defaults < ``saber.toml`` < ``SABER_*`` environment variables < keyword arguments.
+
+The TOML file is ``$SABER_CONFIG`` if set, else ``$SABER_HOME/saber.toml``. Its sections are
+flattened with ``_``: ``[llm] model = "x"`` is the same setting as ``SABER_LLM_MODEL=x``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file or the setting."""
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("SABER_HOME") or Path.home() / ".saber").expanduser()
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("SABER_CONFIG")
+    return Path(explicit).expanduser() if explicit else default_home() / "saber.toml"
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self.path = config_path()
+        self.values = _read_toml(self.path, set(settings_cls.model_fields)) if self.path.is_file() else {}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def _read_toml(path: Path, known: set[str]) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            for sub, item in value.items():
+                flat[f"{key}_{sub}"] = item
+        else:
+            flat[key] = value
+    unknown = sorted(k for k in flat if k not in known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
+    return flat
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SABER_", extra="forbid", validate_default=True)
+
+    home: Path = Field(default_factory=default_home)
+    """Data folder: the SQLite file, uploaded documents and saber.toml."""
+
+    # language model (any OpenAI-compatible endpoint); empty model = no-model mode
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str | None = None
+    llm_temperature: float = 0.2
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 2
+    llm_structured_output: bool = False
+    """Send the plan's JSON Schema as response_format (only for endpoints that support it)."""
+
+    # storage
+    database_url: str | None = None
+    """PostgreSQL (with pgvector) URL; the embedded SQLite file under ``home`` when unset."""
+    redis_url: str | None = None
+
+    # built-in tools
+    search_backend: Literal["auto", "tavily", "searxng", "ddgs", "none"] = "auto"
+    tavily_api_key: SecretStr | None = None
+    searxng_url: str | None = None
+    weather_geocoding_url: str = "https://geocoding-api.open-meteo.com/v1/search"
+    weather_forecast_url: str = "https://api.open-meteo.com/v1/forecast"
+    tool_timeout: float = 10.0
+    default_city: str | None = None
+    default_timezone: str = "Asia/Shanghai"
+
+    # embeddings
+    embedding_provider: Literal["local", "openai"] = "local"
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_model: str = "text-embedding-3-small"
+
+    # knowledge base
+    rag_max_file_mb: float = 64.0
+
+    # graph runtime
+    graph_max_parallel: int = Field(8, ge=1)
+    graph_enable_racing: bool = True
+    graph_race_timeout: float = 30.0
+    graph_max_retries: int = Field(3, ge=1)
+    graph_retry_delay: float = 0.2
+    graph_step_timeout: float = 30.0
+    graph_sub_agent_timeout: float = 300.0
+    graph_max_replan: int = Field(0, ge=0)
+
+    # agent
+    history_turns: int = Field(20, ge=1)
+
+    @field_validator("llm_base_url", "llm_model", "database_url", "redis_url", "searxng_url", "embedding_base_url", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """Settings from the file and environment, with errors turned into one ConfigError."""
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors(include_url=False)
+            )
+            raise ConfigError(f"invalid settings: {problems}") from None
+
+    @property
+    def has_model(self) -> bool:
+        return bool(self.llm_model)
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.home / "saber.db"
+
+    def masked(self) -> dict[str, Any]:
+        """Every setting, secrets shown as ``sk-…wxyz`` (or ``***`` when short)."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                raw = value.get_secret_value()
+                value = f"{raw[:3]}…{raw[-4:]}" if len(raw) > 12 else "***"
+            elif name in ("database_url", "redis_url") and isinstance(value, str):
+                value = _mask_url(value)
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        return out
+
+
+def _mask_url(url: str) -> str:
+    """Hide the password in ``scheme://user:password@host``."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        if ":" in creds:
+            creds = creds.split(":", 1)[0] + ":***"
+        return f"{scheme}://{creds}@{host}"
+    return url
