@@ -1,0 +1,1 @@
+"""The knowledge base: documents, chunks, embeddings, hybrid retrieval."""
