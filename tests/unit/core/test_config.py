@@ -1,0 +1,75 @@
+"""Settings: defaults < saber.toml < SABER_* environment < keyword arguments; clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from saber.config import ConfigError, Settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    for key in list(__import__("os").environ):
+        if key.startswith("SABER_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("SABER_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_defaults_without_file(clean_env: Path) -> None:
+    s = Settings.load()
+    assert s.home == clean_env
+    assert not s.has_model and s.llm_model is None
+    assert s.graph_max_parallel == 8
+    assert s.sqlite_path == clean_env / "saber.db"
+
+
+def test_toml_sections_are_flattened_and_env_wins(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (clean_env / "saber.toml").write_text(
+        '[llm]\nmodel = "qwen-plus"\nbase_url = "http://localhost:9/v1"\n[graph]\nmax_parallel = 3\n', encoding="utf-8"
+    )
+    s = Settings.load()
+    assert s.llm_model == "qwen-plus" and s.graph_max_parallel == 3
+    monkeypatch.setenv("SABER_LLM_MODEL", "deepseek-chat")
+    assert Settings.load().llm_model == "deepseek-chat"
+    assert Settings.load(llm_model="x").llm_model == "x"
+
+
+def test_invalid_toml_names_the_file(clean_env: Path) -> None:
+    (clean_env / "saber.toml").write_text("[llm\nmodel = 1", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"saber\.toml: invalid TOML"):
+        Settings.load()
+
+
+def test_unknown_keys_are_named(clean_env: Path) -> None:
+    (clean_env / "saber.toml").write_text('[llm]\nmodle = "x"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown setting.*llm_modle"):
+        Settings.load()
+
+
+def test_bad_values_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SABER_GRAPH_MAX_PARALLEL", "zero")
+    with pytest.raises(ConfigError, match="graph_max_parallel"):
+        Settings.load()
+
+
+def test_config_path_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "elsewhere.toml"
+    other.write_text('search_backend = "none"\n', encoding="utf-8")
+    monkeypatch.setenv("SABER_CONFIG", str(other))
+    assert Settings.load().search_backend == "none"
+
+
+def test_secrets_are_masked() -> None:
+    s = Settings.load(llm_api_key="sk-1234567890abcdefWXYZ", database_url="postgresql://u:hunter2@db/saber", tavily_api_key="short")
+    shown = s.masked()
+    assert shown["llm_api_key"] == "sk-…WXYZ"
+    assert shown["tavily_api_key"] == "***"
+    assert "hunter2" not in shown["database_url"] and shown["database_url"].endswith("@db/saber")
+
+
+def test_blank_model_means_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SABER_LLM_MODEL", "  ")
+    assert not Settings.load().has_model
