@@ -1,5 +1,6 @@
-"""Test helpers shipped with Saber: a scripted model (and a fake OpenAI-compatible server)."""
+"""Test helpers shipped with Saber: a scripted model and a fake OpenAI-compatible server."""
 
+from saber.testing.fake_openai import FakeOpenAIServer, FakeReply, RecordedRequest, fake_embedding
 from saber.testing.scripted import RecordedCall, ScriptedModel
 
-__all__ = ["RecordedCall", "ScriptedModel"]
+__all__ = ["FakeOpenAIServer", "FakeReply", "RecordedCall", "RecordedRequest", "ScriptedModel", "fake_embedding"]

@@ -1,0 +1,279 @@
+"""``OpenAIChatModel``: any OpenAI-compatible chat-completions endpoint through the official client.
+
+Works with OpenAI, DeepSeek, Qwen/DashScope, GLM, Doubao/Ark, Ollama, vLLM and llama.cpp's server.
+To stay compatible it only sends what the caller asked for: ``tools`` and ``response_format`` only
+when given, ``temperature`` only when set, and ``stream_options`` (for usage in streams) is dropped
+for the rest of the model's life if the endpoint rejects it.
+
+The client's own retries are off (``max_retries=0``): wrap the model in ``RetryingModel``.
+Every failure becomes a one-line ``ModelError`` naming the endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from saber.llm.base import ModelError
+from saber.llm.toolcalls import ToolCallAccumulator, tool_calls_from_openai
+from saber.llm.types import (
+    Completion,
+    Message,
+    ResponseFormat,
+    StreamChunk,
+    StreamEnd,
+    TextDelta,
+    Usage,
+)
+from saber.tools.base import Tool
+
+_NO_KEY = "sk-no-key"
+"""Sent when no key is configured: local servers (Ollama, vLLM, llama.cpp) ignore it, and the
+client refuses to start without one."""
+
+
+class OpenAIChatModel:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        timeout: float = 60.0,
+        stream_usage: bool = True,
+        client: AsyncOpenAI | None = None,
+    ) -> None:
+        """``stream_usage`` asks for a usage chunk at the end of streams (``stream_options``).
+        ``client`` replaces the one built from ``base_url``/``api_key``/``timeout`` (for proxies,
+        custom headers); it should have ``max_retries=0``."""
+        if not model:
+            raise ValueError("model name is empty")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.temperature = temperature
+        self.timeout = timeout
+        self._stream_usage = stream_usage
+        self.client = client or AsyncOpenAI(
+            base_url=base_url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0
+        )
+        self.endpoint = str(self.client.base_url).rstrip("/")
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _params(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        temperature: float | None,
+        response_format: ResponseFormat | None = None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": [to_openai_message(m) for m in messages]}
+        temperature = self.temperature if temperature is None else temperature
+        if temperature is not None:
+            params["temperature"] = temperature
+        if tools:
+            params["tools"] = [t.to_openai() for t in tools]
+        if response_format is not None:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": response_format.name,
+                    "schema": response_format.schema,
+                    "strict": response_format.strict,
+                },
+            }
+        return params
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Tool] = (),
+        response_format: ResponseFormat | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        params = self._params(messages, tools, temperature, response_format)
+        try:
+            response: ChatCompletion = await self.client.chat.completions.create(**params, stream=False)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise ModelError(f"model endpoint {self.endpoint} returned no answer{_body_error(response)}")
+        choice = choices[0]
+        message = choice.message
+        return Completion(
+            text=message.content or "",
+            tool_calls=tool_calls_from_openai(message.tool_calls),
+            usage=_usage(getattr(response, "usage", None)),
+            finish_reason=choice.finish_reason,
+            model=getattr(response, "model", None) or self.model,
+        )
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[Tool] = (),
+        temperature: float | None = None,
+    ) -> AsyncIterator[StreamChunk]:
+        params = self._params(messages, tools, temperature)
+        stream = await self._open_stream(params)
+        calls = ToolCallAccumulator()
+        usage = Usage()
+        finish_reason: str | None = None
+        try:
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices or ():
+                    if choice.index not in (0, None):
+                        continue
+                    delta = choice.delta
+                    if delta is not None and delta.content:
+                        yield TextDelta(content=delta.content)
+                    for raw in (delta.tool_calls if delta is not None else None) or ():
+                        function = raw.function
+                        yield calls.add(
+                            raw.index,
+                            call_id=raw.id,
+                            name=function.name if function is not None else None,
+                            arguments=function.arguments if function is not None else None,
+                        )
+                    finish_reason = choice.finish_reason or finish_reason
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        finally:
+            await stream.close()
+        yield StreamEnd(tool_calls=calls.finish(), usage=usage, finish_reason=finish_reason)
+
+    async def _open_stream(self, params: dict[str, Any]) -> openai.AsyncStream[ChatCompletionChunk]:
+        stream: openai.AsyncStream[ChatCompletionChunk]
+        if self._stream_usage:
+            try:
+                stream = await self.client.chat.completions.create(
+                    **params, stream=True, stream_options={"include_usage": True}
+                )
+                return stream
+            except openai.BadRequestError as exc:
+                if "stream_options" not in str(exc.message) + str(exc.body):
+                    raise self._error(exc) from exc
+                self._stream_usage = False  # this endpoint does not know stream_options
+            except openai.OpenAIError as exc:
+                raise self._error(exc) from exc
+        try:
+            stream = await self.client.chat.completions.create(**params, stream=True)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        return stream
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def _error(self, exc: openai.OpenAIError) -> ModelError:
+        where = f"model endpoint {self.endpoint}"
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelError(f"{where} timed out after {self.timeout:g}s", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelError(f"{where} unreachable: {_connection_reason(exc)}", retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = _detail(exc.body) or _one_line(exc.message)
+            retryable = status in (408, 409, 429) or status >= 500
+            verb = "is rate limiting" if status == 429 else "failed" if status >= 500 else "refused"
+            return ModelError(f"{where} {verb}: {status} {detail}", retryable=retryable, status=status)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return ModelError(f"{where} sent a response that is not a chat completion: {_one_line(exc.message)}")
+        if isinstance(exc, openai.APIError):
+            # An error object in the middle of a stream: a server-side failure, worth another try.
+            detail = _detail(exc.body) or _one_line(exc.message)
+            return ModelError(f"{where} failed mid-response: {detail}", retryable=True)
+        return ModelError(f"{where}: {_one_line(str(exc))}")
+
+
+# -- wire format --------------------------------------------------------------------------------
+
+
+def to_openai_message(message: Message) -> dict[str, Any]:
+    """One ``Message`` as an OpenAI chat message dict."""
+    out: dict[str, Any] = {"role": message.role}
+    if message.role == "assistant" and message.tool_calls:
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": _json(call.arguments)}}
+            for call in message.tool_calls
+        ]
+        return out
+    out["content"] = message.content
+    if message.role == "tool":
+        if message.tool_call_id is not None:
+            out["tool_call_id"] = message.tool_call_id
+    elif message.name and message.role in ("user", "system"):
+        out["name"] = message.name
+    return out
+
+
+def _json(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """The most telling cause in the chain: "connection refused", "cannot resolve host", ..."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc.__cause__ or exc.__context__
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for cause in reversed(chain):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve host ({cause.strerror or cause})"
+        if isinstance(cause, OSError) and cause.strerror:
+            return _one_line(cause.strerror.lower())
+    return _one_line(str(chain[0])) if chain and str(chain[0]) else "connection failed"
+
+
+def _usage(raw: object) -> Usage:
+    if raw is None:
+        return Usage()
+    prompt = getattr(raw, "prompt_tokens", None)
+    completion = getattr(raw, "completion_tokens", None)
+    return Usage(
+        prompt_tokens=prompt if isinstance(prompt, int) else 0,
+        completion_tokens=completion if isinstance(completion, int) else 0,
+    )
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _detail(body: object) -> str:
+    """The human part of an error body: ``{"message": ...}`` or ``{"error": {"message": ...}}``."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message") or inner.get("msg") or inner.get("detail")
+            if message:
+                return _one_line(str(message))
+        elif isinstance(inner, str) and inner:
+            return _one_line(inner)
+        return ""
+    if isinstance(body, str):
+        return _one_line(body)
+    return ""
+
+
+def _body_error(response: object) -> str:
+    extra = getattr(response, "model_extra", None)
+    detail = _detail(extra) if isinstance(extra, dict) and "error" in extra else ""
+    return f": {detail}" if detail else ""
