@@ -1,0 +1,46 @@
+"""Built-in tools with real backends: ``get_time`` (zoneinfo), ``get_weather`` (Open-Meteo) and
+``search_web`` (Tavily, SearXNG or DuckDuckGo)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from saber.tools.base import Tool
+from saber.tools.builtin.cities import CITIES, City, city_names, find_city, lookup_city
+from saber.tools.builtin.clock import make_time_tool, resolve_timezone
+from saber.tools.builtin.search import make_search_tool
+from saber.tools.builtin.weather import make_weather_tool
+
+if TYPE_CHECKING:
+    from saber.config import Settings
+
+__all__ = [
+    "CITIES",
+    "City",
+    "builtin_tools",
+    "city_names",
+    "find_city",
+    "lookup_city",
+    "make_search_tool",
+    "make_time_tool",
+    "make_weather_tool",
+    "resolve_timezone",
+]
+
+
+def builtin_tools(settings: Settings) -> list[Tool]:
+    """``get_time``, ``get_weather`` and ``search_web`` configured from ``settings``."""
+    return [
+        make_time_tool(default_timezone=settings.default_timezone),
+        make_weather_tool(
+            geocoding_url=settings.weather_geocoding_url,
+            forecast_url=settings.weather_forecast_url,
+            timeout=settings.tool_timeout,
+        ),
+        make_search_tool(
+            settings.search_backend,
+            tavily_api_key=settings.tavily_api_key,
+            searxng_url=settings.searxng_url,
+            timeout=settings.tool_timeout,
+        ),
+    ]
