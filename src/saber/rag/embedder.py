@@ -14,7 +14,12 @@ Vectors = npt.NDArray[np.float32]
 @runtime_checkable
 class Embedder(Protocol):
     name: str
-    dim: int
+    """Identifies the model: a store records it and refuses vectors from another."""
+
+    @property
+    def dim(self) -> int:
+        """Vector length."""
+        ...
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """(len(texts), dim) float32, each row L2-normalised."""

@@ -1,0 +1,179 @@
+"""The knowledge base's data: documents, their parent sections and child chunks, search hits, and errors."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+ScoreKind = Literal["rrf", "cosine", "bm25", "rerank"]
+"""What a hit's ``score`` is. None of them is a percentage:
+
+- ``cosine``: cosine similarity of the query and chunk embeddings, in [-1, 1];
+- ``bm25``: an unbounded BM25 keyword score (only comparable within one query);
+- ``rrf``: reciprocal-rank fusion, sum of 1/(60 + rank) over the rankings (at most 2/61 for two);
+- ``rerank``: whatever the configured reranker returns.
+"""
+
+
+class RagError(Exception):
+    """A knowledge-base operation that cannot be done; the message says what and why."""
+
+
+class UnsupportedFileType(RagError):
+    pass
+
+
+class EmptyDocument(RagError):
+    pass
+
+
+class FileTooLarge(RagError):
+    pass
+
+
+class DocumentNotFound(RagError):
+    pass
+
+
+class EmbeddingError(RagError):
+    """The embedder failed (endpoint unreachable, bad response, dimension mismatch)."""
+
+
+def normalize_text(text: str) -> str:
+    """NFC, unified newlines, no trailing spaces, at most one blank line in a row."""
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    lines = [line.rstrip() for line in text.split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if not line and out and not out[-1]:
+            continue
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the normalised text: the same content from another file or a retried call hashes alike."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Document:
+    id: str
+    title: str
+    source: str
+    """Where it came from: a file path, a URL, ``agent`` for documents the agent wrote."""
+    doc_type: str
+    """txt | md | html | pdf | docx | report | note ..."""
+    content_hash: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    summary: str = ""
+    indexed: bool = False
+    """True when its chunks are in the retrieval index."""
+    chunk_count: int = 0
+    content: str | None = None
+    """The full text; only filled by ``get_document``."""
+
+    def to_dict(self, *, with_content: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "title": self.title,
+            "source": self.source,
+            "doc_type": self.doc_type,
+            "content_hash": self.content_hash,
+            "version": self.version,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "summary": self.summary,
+            "indexed": self.indexed,
+            "chunk_count": self.chunk_count,
+        }
+        if with_content:
+            data["content"] = self.content
+        return data
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewDocument:
+    """What an ingest hands the store."""
+
+    title: str
+    source: str
+    doc_type: str
+    content: str
+    summary: str = ""
+
+    @property
+    def key(self) -> str:
+        """Documents with the same key are versions of one document: the source, else the title."""
+        return self.source.strip() or self.title.strip()
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.content)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChunkRecord:
+    """One child chunk ready to store: its text, the parent section it belongs to, tokens and vector."""
+
+    section: int
+    """Index into the sections list of the same ingest."""
+    ordinal: int
+    text: str
+    tokens: list[str]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredChunk:
+    id: int
+    document_id: str
+    title: str
+    source: str
+    text: str
+    section_text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hit:
+    document_id: str
+    title: str
+    source: str
+    chunk_id: int
+    chunk: str
+    """The small chunk that matched."""
+    context: str
+    """Its parent section (small-to-big): what a reader or a model should see."""
+    score: float
+    score_kind: ScoreKind
+    rank: int
+    details: dict[str, float] = field(default_factory=dict)
+    """Per-method figures behind a fused score, e.g. ``{"bm25_rank": 1, "cosine": 0.83}``."""
+
+    def to_event(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "title": self.title,
+            "source": self.source,
+            "chunk_id": self.chunk_id,
+            "chunk": self.chunk,
+            "score": round(self.score, 6),
+            "score_kind": self.score_kind,
+            "rank": self.rank,
+        }
+
+
+IngestStatus = Literal["created", "new_version", "unchanged", "indexed"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IngestResult:
+    document: Document
+    status: IngestStatus
+    """created; new_version (same source/title, new content); unchanged (same content: nothing done);
+    indexed (an existing document was added to the index)."""
+    chunks: int = 0

@@ -1,0 +1,191 @@
+"""Read a file into text: .txt, .md, .html, .pdf (pypdf), .docx (python-docx).
+
+Each loader returns Markdown-ish text (headings as ``#`` lines where the format has them) so the
+chunker can split on sections. Errors name the file and the problem.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from saber.rag.documents import EmptyDocument, FileTooLarge, RagError, UnsupportedFileType, normalize_text
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadedFile:
+    title: str
+    text: str
+    doc_type: str
+    source: str
+
+
+def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedFile:
+    """Text and title of ``path``; raises UnsupportedFileType, FileTooLarge, EmptyDocument or RagError."""
+    p = Path(path)
+    suffix = p.suffix.lower().lstrip(".")
+    loader = _LOADERS.get(suffix)
+    if loader is None:
+        raise UnsupportedFileType(
+            f"{p.name}: unsupported file type {('.' + suffix) if suffix else '(no extension)'}; "
+            f"supported: {', '.join('.' + s for s in SUPPORTED_TYPES)}"
+        )
+    if not p.is_file():
+        raise RagError(f"{p}: no such file")
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise FileTooLarge(f"{p.name}: {size / 1048576:.1f} MB is over the {max_bytes / 1048576:.0f} MB limit")
+    try:
+        title, text = loader(p)
+    except RagError:
+        raise
+    except Exception as exc:  # a parser's own error on a corrupt file
+        raise RagError(f"{p.name}: cannot read {suffix} file: {exc}") from None
+    text = normalize_text(text)
+    if not text:
+        raise EmptyDocument(f"{p.name}: no text found (the file is empty)")
+    doc_type = "md" if suffix == "markdown" else "html" if suffix == "htm" else suffix
+    return LoadedFile(title=title or p.stem, text=text, doc_type=doc_type, source=str(p.resolve()))
+
+
+def _read_text(p: Path) -> str:
+    raw = p.read_bytes()
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    raise RagError(f"{p.name}: not valid UTF-8 or GB18030 text")
+
+
+_MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _load_txt(p: Path) -> tuple[str, str]:
+    return "", _read_text(p)
+
+
+def _load_md(p: Path) -> tuple[str, str]:
+    text = _read_text(p)
+    m = _MD_TITLE.search(text)
+    return (m.group(1).strip() if m else ""), text
+
+
+class _HtmlToText(HTMLParser):
+    _SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+    _BLOCK = {"p", "div", "section", "article", "li", "tr", "br", "table", "ul", "ol", "blockquote", "pre", "hr"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._SKIP:
+            self._skip += 1
+        if tag == "title":
+            self._in_title = True
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag in self._BLOCK:
+            self.parts.append("\n\n" if tag != "br" else "\n")
+        if tag == "pre":
+            self.parts.append("```\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIP and self._skip:
+            self._skip -= 1
+        if tag == "title":
+            self._in_title = False
+        elif tag == "pre":
+            self.parts.append("\n```\n\n")
+        elif re.fullmatch(r"h[1-6]", tag) or tag in self._BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def _load_html(p: Path) -> tuple[str, str]:
+    parser = _HtmlToText()
+    parser.feed(_read_text(p))
+    parser.close()
+    text = "".join(parser.parts)
+    text = re.sub(r"[ \t]+", " ", text)
+    text = re.sub(r"\n[ \t]+", "\n", text)
+    return html.unescape(parser.title).strip(), text
+
+
+def _load_pdf(p: Path) -> tuple[str, str]:
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(str(p))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except pypdf.errors.PdfReadError as exc:
+        raise RagError(f"{p.name}: not a readable PDF: {exc}") from None
+    if not pages:
+        raise EmptyDocument(f"{p.name}: the PDF has no pages")
+    text = "\n\n".join(pages)
+    if not text.strip():
+        raise EmptyDocument(
+            f"{p.name}: the PDF has {len(pages)} page(s) but no extractable text "
+            "(image-only or scanned PDF; run OCR first)"
+        )
+    meta_title = ""
+    if reader.metadata is not None and reader.metadata.title:
+        meta_title = str(reader.metadata.title).strip()
+    return meta_title, text
+
+
+def _load_docx(p: Path) -> tuple[str, str]:
+    import docx
+
+    document = docx.Document(str(p))
+    lines: list[str] = []
+    title = ""
+    for para in document.paragraphs:
+        text = para.text.strip()
+        if not text:
+            continue
+        style = (para.style.name if para.style is not None else "") or ""
+        if style == "Title":
+            title = title or text
+            lines.append(f"# {text}")
+        elif style.startswith("Heading"):
+            level = int(style.split()[-1]) if style.split()[-1].isdigit() else 1
+            lines.append("#" * min(level, 6) + " " + text)
+        else:
+            lines.append(text)
+    for table in document.tables:
+        for row in table.rows:
+            lines.append(" | ".join(cell.text.strip() for cell in row.cells))
+    core_title = (document.core_properties.title or "").strip()
+    return core_title or title, "\n\n".join(lines)
+
+
+_LOADERS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    "txt": _load_txt,
+    "md": _load_md,
+    "markdown": _load_md,
+    "html": _load_html,
+    "htm": _load_html,
+    "pdf": _load_pdf,
+    "docx": _load_docx,
+}
+SUPPORTED_TYPES = tuple(_LOADERS)
+
+
+def is_supported(path: str | Path) -> bool:
+    return Path(path).suffix.lower().lstrip(".") in _LOADERS

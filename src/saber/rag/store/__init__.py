@@ -1,0 +1,19 @@
+"""Knowledge-base stores: embedded SQLite (default) and PostgreSQL with pgvector."""
+
+from saber.rag.store.base import KnowledgeStore
+from saber.rag.store.sqlite import SQLiteStore
+
+__all__ = ["KnowledgeStore", "SQLiteStore", "open_store"]
+
+
+def open_store(database_url: str | None, sqlite_path: str | None = None) -> KnowledgeStore:
+    """PostgreSQL when ``database_url`` is a postgres URL, else the SQLite file at ``sqlite_path``."""
+    if database_url:
+        if not database_url.startswith(("postgres://", "postgresql://")):
+            raise ValueError(f"unsupported database URL scheme in {database_url.split('://')[0]!r}: use postgresql://")
+        from saber.rag.store.postgres import PostgresStore
+
+        return PostgresStore(database_url)
+    if not sqlite_path:
+        raise ValueError("open_store: give a database URL or a SQLite path")
+    return SQLiteStore(sqlite_path)

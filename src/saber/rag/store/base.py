@@ -1,0 +1,63 @@
+"""``KnowledgeStore``: where documents, parent sections and chunks (with vectors and tokens) live."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from saber.rag.documents import ChunkRecord, Document, IngestResult, NewDocument, StoredChunk
+from saber.rag.embedder import Vectors
+
+
+@runtime_checkable
+class KnowledgeStore(Protocol):
+    kind: str
+    """``sqlite`` or ``postgres``."""
+
+    def ensure_embedding(self, name: str, dim: int) -> None:
+        """Record the embedder on first use; raise EmbeddingError if the indexed chunks came from another."""
+        ...
+
+    def revision(self) -> int:
+        """A number that changes on every write (from any process): caches key on it."""
+        ...
+
+    def chunk_count(self) -> int: ...
+
+    def find_by_hash(self, content_hash: str) -> Document | None: ...
+
+    def save_document(
+        self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
+    ) -> IngestResult:
+        """All or nothing, in one transaction. Same content hash as a stored document: nothing is
+        written (``unchanged``); same key (source, else title): a new version replaces the old
+        chunks; else a new document. ``vectors`` None stores the document without indexing it."""
+        ...
+
+    def index_document(
+        self, document_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors
+    ) -> Document:
+        """Replace a stored document's chunks (used to index a document stored without them)."""
+        ...
+
+    def get_document(self, document_id: str) -> Document:
+        """With its content; raises DocumentNotFound."""
+        ...
+
+    def list_documents(self) -> list[Document]: ...
+
+    def delete_document(self, document_id: str) -> bool:
+        """Remove the document, its versions, sections and chunks; False if there was none."""
+        ...
+
+    def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:
+        """(chunk ids, their tokens) of every indexed chunk, for the BM25 index."""
+        ...
+
+    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` (chunk id, cosine similarity), best first."""
+        ...
+
+    def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]: ...
+
+    def close(self) -> None: ...

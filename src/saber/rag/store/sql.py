@@ -1,0 +1,305 @@
+"""What the SQLite and PostgreSQL stores share: the tables (prefixed ``rag_``) and the
+transactional document logic. Each subclass supplies its connection, placeholders, vector
+encoding and vector search."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from saber.rag.documents import (
+    ChunkRecord,
+    Document,
+    DocumentNotFound,
+    EmbeddingError,
+    IngestResult,
+    NewDocument,
+    StoredChunk,
+)
+from saber.rag.embedder import Vectors
+
+_DOC_COLUMNS = (
+    "d.id, d.title, d.source, d.doc_type, d.content_hash, d.version, d.created_at, d.updated_at, d.summary, "
+    "d.indexed, (SELECT COUNT(*) FROM rag_chunks c WHERE c.document_id = d.id)"
+)
+
+
+class _Duplicate(Exception):
+    """A unique constraint fired: another writer stored the same content or key first."""
+
+
+class SqlStore(ABC):
+    kind = "sql"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    # -- what a backend supplies ----------------------------------------------------------------
+
+    @abstractmethod
+    def _transaction(self, write: bool) -> contextlib.AbstractContextManager[Any]:
+        """A cursor inside a transaction: commit on exit, roll back on error."""
+
+    @abstractmethod
+    def _sql(self, statement: str) -> str:
+        """Adapt ``?`` placeholders to the driver."""
+
+    @abstractmethod
+    def _vector_param(self, vector: Vectors) -> Any: ...
+
+    @abstractmethod
+    def _is_unique_violation(self, exc: Exception) -> bool: ...
+
+    @abstractmethod
+    def _create_chunk_table(self, cur: Any, dim: int) -> None: ...
+
+    @abstractmethod
+    def _has_chunk_table(self, cur: Any) -> bool: ...
+
+    @abstractmethod
+    def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _cursor(self, *, write: bool = False) -> Iterator[Any]:
+        with self._lock, self._transaction(write) as cur:
+            yield cur
+
+    def _exec(self, cur: Any, statement: str, params: Sequence[Any] = ()) -> Any:
+        return cur.execute(self._sql(statement), tuple(params))
+
+    def _bump(self, cur: Any) -> None:
+        self._exec(cur, "UPDATE rag_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'revision'")
+
+    def _meta(self, cur: Any, key: str) -> str | None:
+        row = self._exec(cur, "SELECT value FROM rag_meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- KnowledgeStore --------------------------------------------------------------------------
+
+    def ensure_embedding(self, name: str, dim: int) -> None:
+        with self._cursor(write=True) as cur:
+            stored_name, stored_dim = self._meta(cur, "embedder"), self._meta(cur, "embedding_dim")
+            if stored_name == name and stored_dim == str(dim) and self._has_chunk_table(cur):
+                return
+            if stored_dim is not None and self._has_chunk_table(cur):
+                count = self._exec(cur, "SELECT COUNT(*) FROM rag_chunks").fetchone()[0]
+                if count:
+                    raise EmbeddingError(
+                        f"this knowledge base was indexed with {stored_name} ({stored_dim} dimensions) but the "
+                        f"configured embedder is {name} ({dim} dimensions): configure the same embedder, or "
+                        "delete the documents and ingest them again"
+                    )
+                if stored_dim != str(dim):
+                    self._exec(cur, "DROP TABLE rag_chunks")
+            for key, value in (("embedder", name), ("embedding_dim", str(dim))):
+                self._exec(cur, "DELETE FROM rag_meta WHERE key = ?", (key,))
+                self._exec(cur, "INSERT INTO rag_meta (key, value) VALUES (?, ?)", (key, value))
+            if not self._has_chunk_table(cur):
+                self._create_chunk_table(cur, dim)
+
+    def revision(self) -> int:
+        with self._cursor() as cur:
+            return int(self._meta(cur, "revision") or 0)
+
+    def chunk_count(self) -> int:
+        with self._cursor() as cur:
+            if not self._has_chunk_table(cur):
+                return 0
+            return int(self._exec(cur, "SELECT COUNT(*) FROM rag_chunks").fetchone()[0])
+
+    def find_by_hash(self, content_hash: str) -> Document | None:
+        with self._cursor() as cur:
+            return self._doc_where(cur, "d.content_hash = ?", content_hash)
+
+    def save_document(
+        self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
+    ) -> IngestResult:
+        try:
+            with self._cursor(write=True) as cur:
+                return self._save(cur, doc, sections, chunks, vectors)
+        except Exception as exc:
+            if not (isinstance(exc, _Duplicate) or self._is_unique_violation(exc)):
+                raise
+        existing = self.find_by_hash(doc.content_hash)  # a concurrent writer stored it first
+        if existing is None:
+            raise RuntimeError(f"could not store {doc.title!r}: a concurrent write to the same document; try again")
+        return IngestResult(document=existing, status="unchanged", chunks=existing.chunk_count)
+
+    def _save(
+        self, cur: Any, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
+    ) -> IngestResult:
+        h = doc.content_hash
+        same = self._doc_where(cur, "d.content_hash = ?", h)
+        if same is not None:
+            return IngestResult(document=same, status="unchanged", chunks=same.chunk_count)
+        now = datetime.now(UTC).isoformat()
+        previous = self._doc_where(cur, "d.doc_key = ?", doc.key)
+        if previous is None:
+            doc_id = uuid.uuid4().hex
+            self._exec(
+                cur,
+                "INSERT INTO rag_documents (id, doc_key, title, source, doc_type, summary, content_hash, content, "
+                "version, indexed, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)",
+                (doc_id, doc.key, doc.title, doc.source, doc.doc_type, doc.summary, h, doc.content, now, now),
+            )
+            status = "created"
+        else:
+            doc_id = previous.id
+            self._exec(
+                cur,
+                "INSERT INTO rag_document_versions (document_id, version, title, content_hash, content, created_at) "
+                "SELECT id, version, title, content_hash, content, updated_at FROM rag_documents WHERE id = ?",
+                (doc_id,),
+            )
+            self._exec(
+                cur,
+                "UPDATE rag_documents SET title = ?, doc_type = ?, summary = ?, content_hash = ?, content = ?, "
+                "version = version + 1, indexed = 0, updated_at = ? WHERE id = ?",
+                (doc.title, doc.doc_type, doc.summary, h, doc.content, now, doc_id),
+            )
+            self._clear_chunks(cur, doc_id)
+            status = "new_version"
+        if vectors is not None:
+            self._write_chunks(cur, doc_id, sections, chunks, vectors)
+        self._bump(cur)
+        stored = self._doc_where(cur, "d.id = ?", doc_id)
+        assert stored is not None
+        return IngestResult(document=stored, status=status, chunks=len(chunks) if vectors is not None else 0)  # type: ignore[arg-type]
+
+    def index_document(
+        self, document_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors
+    ) -> Document:
+        with self._cursor(write=True) as cur:
+            if self._doc_where(cur, "d.id = ?", document_id) is None:
+                raise DocumentNotFound(f"no document with id {document_id!r}")
+            self._clear_chunks(cur, document_id)
+            self._write_chunks(cur, document_id, sections, chunks, vectors)
+            self._bump(cur)
+            stored = self._doc_where(cur, "d.id = ?", document_id)
+            assert stored is not None
+            return stored
+
+    def _clear_chunks(self, cur: Any, doc_id: str) -> None:
+        if self._has_chunk_table(cur):
+            self._exec(cur, "DELETE FROM rag_chunks WHERE document_id = ?", (doc_id,))
+        self._exec(cur, "DELETE FROM rag_sections WHERE document_id = ?", (doc_id,))
+        self._exec(cur, "UPDATE rag_documents SET indexed = 0 WHERE id = ?", (doc_id,))
+
+    def _write_chunks(
+        self, cur: Any, doc_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors
+    ) -> None:
+        if len(vectors) != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if not self._has_chunk_table(cur):
+            raise EmbeddingError("the embedder is not set up for this store: call ensure_embedding first")
+        cur.executemany(
+            self._sql("INSERT INTO rag_sections (document_id, ordinal, text) VALUES (?, ?, ?)"),
+            [(doc_id, i, text) for i, text in enumerate(sections)],
+        )
+        cur.executemany(
+            self._sql(
+                "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) "
+                "VALUES (?, ?, ?, ?, ?, ?)"
+            ),
+            [
+                (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), self._vector_param(vectors[i]))
+                for i, c in enumerate(chunks)
+            ],
+        )
+        self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
+
+    def get_document(self, document_id: str) -> Document:
+        with self._cursor() as cur:
+            doc = self._doc_where(cur, "d.id = ?", document_id, with_content=True)
+        if doc is None:
+            raise DocumentNotFound(f"no document with id {document_id!r}")
+        return doc
+
+    def list_documents(self) -> list[Document]:
+        with self._cursor() as cur:
+            has_chunks = self._has_chunk_table(cur)
+            rows = self._exec(cur, self._select(has_chunks) + " ORDER BY d.updated_at DESC, d.title").fetchall()
+        return [_document(r) for r in rows]
+
+    def delete_document(self, document_id: str) -> bool:
+        with self._cursor(write=True) as cur:
+            if self._doc_where(cur, "d.id = ?", document_id) is None:
+                return False
+            self._clear_chunks(cur, document_id)
+            self._exec(cur, "DELETE FROM rag_document_versions WHERE document_id = ?", (document_id,))
+            self._exec(cur, "DELETE FROM rag_documents WHERE id = ?", (document_id,))
+            self._bump(cur)
+            return True
+
+    def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:
+        with self._cursor() as cur:
+            if not self._has_chunk_table(cur):
+                return [], []
+            rows = self._exec(cur, "SELECT id, tokens FROM rag_chunks ORDER BY id").fetchall()
+        return [int(r[0]) for r in rows], [str(r[1]).split() for r in rows]
+
+    def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        with self._cursor() as cur:
+            rows = self._exec(
+                cur,
+                "SELECT c.id, c.document_id, d.title, d.source, c.text, s.text FROM rag_chunks c "
+                "JOIN rag_documents d ON d.id = c.document_id "
+                "JOIN rag_sections s ON s.document_id = c.document_id AND s.ordinal = c.section_ordinal "
+                f"WHERE c.id IN ({marks})",
+                [int(i) for i in ids],
+            ).fetchall()
+        return {
+            int(r[0]): StoredChunk(id=int(r[0]), document_id=r[1], title=r[2], source=r[3], text=r[4], section_text=r[5])
+            for r in rows
+        }
+
+    def _select(self, has_chunks: bool, with_content: bool = False) -> str:
+        columns = _DOC_COLUMNS if has_chunks else _DOC_COLUMNS.rsplit(", (SELECT", 1)[0] + ", 0"
+        return f"SELECT {columns}{', d.content' if with_content else ''} FROM rag_documents d"
+
+    def _doc_where(self, cur: Any, where: str, value: Any, *, with_content: bool = False) -> Document | None:
+        sql = self._select(self._has_chunk_table(cur), with_content) + f" WHERE {where}"
+        row = self._exec(cur, sql, (value,)).fetchone()
+        return None if row is None else _document(row)
+
+
+def _when(value: Any) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def _document(row: Sequence[Any]) -> Document:
+    return Document(
+        id=row[0], title=row[1], source=row[2], doc_type=row[3], content_hash=row[4], version=int(row[5]),
+        created_at=_when(row[6]), updated_at=_when(row[7]), summary=row[8] or "", indexed=bool(row[9]),
+        chunk_count=int(row[10]), content=row[11] if len(row) > 11 else None,
+    )
+
+
+COMMON_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS rag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "INSERT INTO rag_meta (key, value) SELECT 'revision', '0' WHERE NOT EXISTS "
+    "(SELECT 1 FROM rag_meta WHERE key = 'revision')",
+    """CREATE TABLE IF NOT EXISTS rag_documents (
+        id TEXT PRIMARY KEY, doc_key TEXT NOT NULL UNIQUE, title TEXT NOT NULL, source TEXT NOT NULL,
+        doc_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '', content_hash TEXT NOT NULL UNIQUE,
+        content TEXT NOT NULL, version INTEGER NOT NULL, indexed INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS rag_document_versions (
+        document_id TEXT NOT NULL, version INTEGER NOT NULL, title TEXT NOT NULL, content_hash TEXT NOT NULL,
+        content TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (document_id, version))""",
+    """CREATE TABLE IF NOT EXISTS rag_sections (
+        document_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (document_id, ordinal))""",
+)

@@ -1,0 +1,111 @@
+"""The knowledge-base tools, built over one engine (closures: the agent registers them at start-up).
+
+``rag_search`` returns only the answer text to the model; the hits (document, chunk, score and
+what the score is) go to the request's event stream as ``rag_result``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from saber.events import RagResult, emit
+from saber.rag.documents import DocumentNotFound, EmbeddingError, RagError
+from saber.rag.engine import RagEngine
+from saber.tools import Tool, ToolError
+
+EMPTY_MESSAGE = "the knowledge base is empty: upload documents first"
+
+
+def knowledge_tools(engine: RagEngine) -> list[Tool]:
+    """rag_search, write_document, list_documents, read_document, ingest_document over ``engine``."""
+
+    async def rag_search(args: dict[str, Any]) -> str:
+        query = str(args["query"]).strip()
+        if not query:
+            raise ToolError("rag_search: query must not be empty")
+        loaded = await asyncio.to_thread(lambda: engine.loaded)
+        if not loaded:
+            raise ToolError(EMPTY_MESSAGE)
+        try:
+            answer, hits = await engine.aquery(query, int(args.get("k") or 5))
+        except EmbeddingError as exc:
+            raise ToolError(f"rag_search: {exc}", retryable=True) from None
+        emit(RagResult(query=query, hits=[h.to_event() for h in hits]))
+        return answer
+
+    def write_document(args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = engine.ingest_text(
+                args["title"], args["content_md"], source=args.get("source") or "agent",
+                doc_type=args.get("doc_type") or "report", summary=args.get("summary") or "",
+                index=bool(args.get("ingest_to_rag", True)),
+            )
+        except EmbeddingError as exc:
+            raise ToolError(f"write_document: {exc}", retryable=True) from None
+        except RagError as exc:
+            raise ToolError(f"write_document: {exc}") from None
+        d = result.document
+        return {"document_id": d.id, "status": result.status, "version": d.version, "indexed": d.indexed,
+                "chunks": d.chunk_count}
+
+    def list_documents(args: dict[str, Any]) -> list[dict[str, Any]]:
+        return [d.to_dict() for d in engine.list_documents()]
+
+    def read_document(args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return engine.get_document(str(args["document_id"])).to_dict(with_content=True)
+        except DocumentNotFound as exc:
+            raise ToolError(f"read_document: {exc}") from None
+
+    def ingest_document(args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result = engine.index_document(str(args["document_id"]))
+        except EmbeddingError as exc:
+            raise ToolError(f"ingest_document: {exc}", retryable=True) from None
+        except RagError as exc:
+            raise ToolError(f"ingest_document: {exc}") from None
+        return {"document_id": result.document.id, "status": result.status, "chunks": result.document.chunk_count}
+
+    string = {"type": "string"}
+    return [
+        Tool.from_json_schema(
+            "rag_search",
+            "Search the user's private knowledge base (uploaded documents and saved reports) and return "
+            "the most relevant passages with their sources.",
+            {"properties": {"query": {**string, "description": "what to look for, in the user's words"},
+                            "k": {"type": "integer", "description": "passages to return", "default": 5,
+                                  "minimum": 1, "maximum": 20}},
+             "required": ["query"]},
+            rag_search, race_group="search",
+        ),
+        Tool.from_json_schema(
+            "write_document",
+            "Save a Markdown document (a report, notes) to the knowledge base. Saving the same content "
+            "again does nothing; the same title with new content becomes a new version.",
+            {"properties": {
+                "title": {**string, "description": "document title"},
+                "content_md": {**string, "description": "the document, in Markdown"},
+                "doc_type": {**string, "description": "report | note | summary ...", "default": "report"},
+                "source": {**string, "description": "where the content came from", "default": "agent"},
+                "summary": {**string, "description": "one or two sentences", "default": ""},
+                "ingest_to_rag": {"type": "boolean", "default": True,
+                                  "description": "index it now so rag_search finds it"}},
+             "required": ["title", "content_md"]},
+            write_document,
+        ),
+        Tool.from_json_schema("list_documents", "List the documents in the knowledge base (id, title, version...).",
+                              {"properties": {}}, list_documents),
+        Tool.from_json_schema(
+            "read_document", "Read one stored document in full.",
+            {"properties": {"document_id": {**string, "description": "an id from list_documents"}},
+             "required": ["document_id"]},
+            read_document,
+        ),
+        Tool.from_json_schema(
+            "ingest_document", "Index a stored document so that rag_search can find it.",
+            {"properties": {"document_id": {**string, "description": "an id from list_documents"}},
+             "required": ["document_id"]},
+            ingest_document,
+        ),
+    ]
