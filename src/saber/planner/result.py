@@ -1,0 +1,41 @@
+"""What parsing a plan yields: ``ParsedPlan``, or ``PlanParseError`` when nothing is usable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from saber.graph.node import Node
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedPlan:
+    """A validated plan and how it was read.
+
+    An empty ``nodes`` list is a real answer ("no tool is needed"), distinct from junk, which
+    raises ``PlanParseError`` instead.
+    """
+
+    nodes: list[Node]
+    format: str
+    """The shape recognised: "ideal", "single_object", "wrapped", "legacy", "function_call",
+    "openai_tool_calls", "react_action", "hermes", "qwen_xml", "llama_python_tag", "mistral",
+    "deepseek", "doubao", "llmcompiler", "rules" — or "repaired" when the JSON had to be repaired
+    (``shape`` then says which shape the repaired JSON had)."""
+    warnings: list[str] = field(default_factory=list)
+    """Every change made on the way: repairs, dropped nodes and why, removed or broken edges."""
+    shape: str = ""
+    """The underlying shape, also when ``format`` is "repaired"."""
+    repaired: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.nodes
+
+
+class PlanParseError(ValueError):
+    """Nothing usable in a planner's output: no plan shape at all, or every node was invalid."""
+
+    def __init__(self, message: str, *, warnings: list[str] | None = None, text: str = "") -> None:
+        super().__init__(message)
+        self.warnings = list(warnings or [])
+        self.text = text[:2000]
