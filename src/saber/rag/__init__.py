@@ -12,7 +12,7 @@ from saber.rag.documents import (
     RagError,
     UnsupportedFileType,
 )
-from saber.rag.embedder import Embedder, LocalE5Embedder
+from saber.rag.embedder import Embedder, HashingEmbedder, LocalE5Embedder
 from saber.rag.engine import RagEngine, Reranker
 from saber.rag.factory import embedder_from_settings, engine_from_settings
 from saber.rag.fusion import reciprocal_rank_fusion
@@ -23,7 +23,7 @@ from saber.rag.tools import knowledge_tools
 
 __all__ = [
     "BM25Index", "ChunkingConfig", "Document", "DocumentNotFound", "EmbeddingError", "Embedder", "EmptyDocument",
-    "FileTooLarge", "Hit", "IngestResult", "KnowledgeStore", "LocalE5Embedder", "OpenAIEmbedder", "RagEngine",
+    "FileTooLarge", "HashingEmbedder", "Hit", "IngestResult", "KnowledgeStore", "LocalE5Embedder", "OpenAIEmbedder", "RagEngine",
     "RagError", "Reranker", "SQLiteStore", "Section", "UnsupportedFileType", "chunk_document",
     "embedder_from_settings", "engine_from_settings", "knowledge_tools", "open_store", "reciprocal_rank_fusion",
     "tokenize",

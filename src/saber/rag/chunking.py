@@ -146,8 +146,6 @@ def _merge(units: list[_Unit], size: int, overlap: int) -> list[str]:
             window, length = carried, carried_len
         window.append(unit)
         length += len(unit.text)
-    if window:
-        last = "".join(u.text for u in window).strip()
-        if last and (not chunks or not chunks[-1].endswith(last)):
-            chunks.append(last)
+    if window:  # never empty of new text: a flush is always followed by appending a unit
+        chunks.append("".join(u.text for u in window).strip())
     return [c for c in chunks if c]

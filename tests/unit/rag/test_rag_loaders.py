@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from saber.rag.documents import EmptyDocument, FileTooLarge, UnsupportedFileType
+from saber.rag.loaders import load_file
+
+
+def _pdf(path: Path, text: str | None) -> Path:
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    page = writer.add_blank_page(width=300, height=200)
+    if text is not None:
+        font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                                 NameObject("/BaseFont"): NameObject("/Helvetica")})
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})})
+        stream = DecodedStreamObject()
+        stream.set_data(f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode())
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    with path.open("wb") as f:
+        writer.write(f)
+    return path
+
+
+def test_markdown_title_from_first_heading(tmp_path: Path) -> None:
+    p = tmp_path / "notes.md"
+    p.write_text("# My Notes\n\nbody text", encoding="utf-8")
+    loaded = load_file(p)
+    assert (loaded.title, loaded.doc_type) == ("My Notes", "md")
+    assert "body text" in loaded.text
+
+
+def test_html_drops_scripts_and_keeps_headings(tmp_path: Path) -> None:
+    p = tmp_path / "page.html"
+    p.write_text("<html><head><title>Page T</title><script>var x=1;</script></head>"
+                 "<body><h2>Section</h2><p>Hello &amp; welcome</p></body></html>", encoding="utf-8")
+    loaded = load_file(p)
+    assert loaded.title == "Page T"
+    assert "## Section" in loaded.text and "Hello & welcome" in loaded.text and "var x" not in loaded.text
+
+
+def test_docx_headings_become_markdown(tmp_path: Path) -> None:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Report", level=1)
+    d.add_paragraph("第一段内容。")
+    p = tmp_path / "r.docx"
+    d.save(str(p))
+    loaded = load_file(p)
+    assert "# Report" in loaded.text and "第一段内容。" in loaded.text
+
+
+def test_pdf_text_is_extracted(tmp_path: Path) -> None:
+    loaded = load_file(_pdf(tmp_path / "a.pdf", "Service mesh notes"))
+    assert "Service mesh notes" in loaded.text
+
+
+def test_image_only_pdf_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmptyDocument, match="no extractable text"):
+        load_file(_pdf(tmp_path / "scan.pdf", None))
+
+
+def test_unsupported_empty_and_too_large(tmp_path: Path) -> None:
+    (tmp_path / "x.exe").write_bytes(b"MZ")
+    with pytest.raises(UnsupportedFileType, match=r"\.exe"):
+        load_file(tmp_path / "x.exe")
+    (tmp_path / "e.txt").write_text("  \n\n ", encoding="utf-8")
+    with pytest.raises(EmptyDocument, match="e.txt"):
+        load_file(tmp_path / "e.txt")
+    (tmp_path / "big.txt").write_text("a" * 2048, encoding="utf-8")
+    with pytest.raises(FileTooLarge, match="limit"):
+        load_file(tmp_path / "big.txt", max_bytes=1024)
+
+
+def test_gb18030_text_is_decoded(tmp_path: Path) -> None:
+    p = tmp_path / "gbk.txt"
+    p.write_bytes("中文编码的文件".encode("gb18030"))
+    assert load_file(p).text == "中文编码的文件"
