@@ -221,7 +221,10 @@ def lookup_city(name: str) -> City | None:
     """The city whose name (or alias) is exactly ``name``, ignoring case, accents and a trailing
     "市" / "city"; None when it is not in the table."""
     by_name, _ = _index()
-    key = _fold(name).strip(" \t\r\n.,;:!?。，；：！？")
+    folded = _fold(name).strip()
+    if folded in by_name:  # before trimming: "Washington, D.C." ends with a dot
+        return by_name[folded]
+    key = folded.strip(" .,;:!?。，；：！？")
     if key in by_name:
         return by_name[key]
     for suffix in _SUFFIXES:
