@@ -1,0 +1,277 @@
+"""``MemoryService``: the one object the Agent talks to about memory.
+
+Async methods over the synchronous parts (store, embedder), which run in worker threads, so a
+request's event loop never waits on SQLite or an embedding. Every method takes a ``user_id`` and
+touches only that user's rows. Results that the user should see (stored, merged, rejected with
+a reason, preference changed) come back as ``MemoryResult``; ``to_event()`` makes the ``memory``
+event for the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from saber.agent.memory._normalise import CityNormaliser, known_city
+from saber.agent.memory.extract import ModelMemoryExtractor, extract_memories
+from saber.agent.memory.gates import Rejection, check_memory_text
+from saber.agent.memory.history import DEFAULT_WINDOW, ShortTermHistory
+from saber.agent.memory.longterm import (
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_MERGE_THRESHOLD,
+    AddOutcome,
+    LongTermMemory,
+    MemoryCandidate,
+    RecalledMemory,
+)
+from saber.agent.memory.preferences import (
+    PREFERENCE_KEYS,
+    ModelPreferenceExtractor,
+    PreferenceExtraction,
+    extract_preferences_checked,
+)
+from saber.agent.memory.store import HistoryRole, MemoryRecord, MemoryStore, check_user_id
+from saber.events import Memory
+from saber.llm.base import ChatModel, ModelError
+from saber.llm.types import Message
+from saber.rag.embedder import Embedder
+
+if TYPE_CHECKING:
+    from saber.config import Settings
+
+log = logging.getLogger(__name__)
+
+MemoryAction = Literal["stored", "merged", "rejected", "preference", "recalled"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemoryResult:
+    """Something memory did that the user may see: one ``memory`` event each."""
+
+    action: MemoryAction
+    content: str
+    """The memory text, ``key=value`` for a preference; secrets are redacted."""
+    reason: str = ""
+    """Why it was rejected ("looks like an API key")."""
+    memory_id: int | None = None
+    key: str | None = None
+    """The preference key, for preference results and rejected preference values."""
+
+    def to_event(self) -> Memory:
+        return Memory(action=self.action, content=self.content, reason=self.reason)
+
+
+def _outcome_result(outcome: AddOutcome) -> MemoryResult:
+    return MemoryResult(
+        action=outcome.action,
+        content=outcome.record.text if outcome.record else outcome.text,
+        reason=outcome.reason,
+        memory_id=outcome.record.id if outcome.record else None,
+    )
+
+
+def _rejected_preference(key: str, rejection: Rejection) -> MemoryResult:
+    return MemoryResult(action="rejected", content=f"{key}=[redacted]" if rejection.kind == "secret" else key,
+                        reason=rejection.reason, key=key)
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        *,
+        model: ChatModel | None = None,
+        history_window: int = DEFAULT_WINDOW,
+        merge_threshold: float = DEFAULT_MERGE_THRESHOLD,
+        half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+        city_normaliser: CityNormaliser = known_city,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.history_store = ShortTermHistory(store, window=history_window, clock=clock)
+        self.longterm = LongTermMemory(
+            store, embedder, merge_threshold=merge_threshold, half_life_days=half_life_days, clock=clock
+        )
+        self.city_normaliser = city_normaliser
+        self._clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        home: str | Path | None = None,
+        database_url: str | None = None,
+        embedder: Embedder | None = None,
+        model: ChatModel | None = None,
+        history_window: int = DEFAULT_WINDOW,
+    ) -> MemoryService:
+        """PostgreSQL when ``database_url`` is given, else SQLite at ``home/saber.db``."""
+        from saber.rag.embedder import LocalE5Embedder
+
+        store: MemoryStore
+        if database_url:
+            from saber.agent.memory.postgres_store import PostgresMemoryStore
+
+            store = PostgresMemoryStore(database_url)
+        else:
+            from saber.agent.memory.sqlite_store import SQLiteMemoryStore
+            from saber.config import default_home
+
+            store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db")
+        return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window)
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, embedder: Embedder | None = None, model: ChatModel | None = None
+    ) -> MemoryService:
+        return cls.open(
+            home=settings.home, database_url=settings.database_url, embedder=embedder,
+            model=model, history_window=settings.history_turns,
+        )
+
+    def close(self) -> None:
+        self.store.close()
+
+    # --- short-term history ------------------------------------------------------------------
+
+    async def append_history(self, user_id: str, role: HistoryRole, content: str) -> None:
+        check_user_id(user_id)
+        await asyncio.to_thread(self.history_store.append, user_id, role, content)
+
+    async def history(self, user_id: str, n: int | None = None) -> list[Message]:
+        """The user's recent messages, oldest first, ready to put before a new query."""
+        check_user_id(user_id)
+        return await asyncio.to_thread(self.history_store.messages, user_id, n)
+
+    async def clear_history(self, user_id: str) -> None:
+        check_user_id(user_id)
+        await asyncio.to_thread(self.history_store.clear, user_id)
+
+    # --- preferences -------------------------------------------------------------------------
+
+    async def preferences(self, user_id: str) -> dict[str, str]:
+        check_user_id(user_id)
+        return await asyncio.to_thread(self.store.get_preferences, user_id)
+
+    async def update_preferences(self, user_id: str, text: str) -> tuple[dict[str, str], list[MemoryResult]]:
+        """Rule extraction from ``text`` (fast, run on every query). Returns the values that
+        changed and the results to show: one ``preference`` per change, ``rejected`` per gated value."""
+        check_user_id(user_id)
+        extraction = extract_preferences_checked(text, city_normaliser=self.city_normaliser)
+        return await self._apply_preferences(user_id, extraction)
+
+    async def learn_preferences(self, user_id: str, text: str) -> tuple[dict[str, str], list[MemoryResult]]:
+        """Model-based extraction (for the background); nothing without a model or when it fails."""
+        check_user_id(user_id)
+        if self.model is None:
+            return {}, []
+        try:
+            extraction = await ModelPreferenceExtractor(self.model, city_normaliser=self.city_normaliser).extract(text)
+        except ModelError as exc:
+            log.warning("preference extraction for %s failed: %s", user_id, exc)
+            return {}, []
+        return await self._apply_preferences(user_id, extraction)
+
+    async def set_preferences(self, user_id: str, values: Mapping[str, str]) -> tuple[dict[str, str], list[MemoryResult]]:
+        """Explicit values (from an API or settings page): keys must be known, values pass the gates."""
+        check_user_id(user_id)
+        unknown = sorted(set(values) - set(PREFERENCE_KEYS))
+        if unknown:
+            raise ValueError(f"unknown preference key(s): {', '.join(unknown)}; known: {', '.join(PREFERENCE_KEYS)}")
+        extraction = PreferenceExtraction()
+        for key, value in values.items():
+            cleaned = " ".join(str(value).split())
+            rejection = check_memory_text(cleaned)
+            if rejection is not None:
+                extraction.rejections.append((key, rejection))
+            elif cleaned:
+                extraction.updates[key] = cleaned
+        return await self._apply_preferences(user_id, extraction)
+
+    async def delete_preference(self, user_id: str, key: str) -> bool:
+        check_user_id(user_id)
+        return await asyncio.to_thread(self.store.delete_preference, user_id, key)
+
+    async def _apply_preferences(
+        self, user_id: str, extraction: PreferenceExtraction
+    ) -> tuple[dict[str, str], list[MemoryResult]]:
+        results = [_rejected_preference(key, rejection) for key, rejection in extraction.rejections]
+        if not extraction.updates:
+            return {}, results
+        current = await asyncio.to_thread(self.store.get_preferences, user_id)
+        changed = {k: v for k, v in extraction.updates.items() if current.get(k) != v}
+        if changed:
+            await asyncio.to_thread(self.store.set_preferences, user_id, changed, now=self._clock())
+        results.extend(MemoryResult(action="preference", content=f"{k}={v}", key=k) for k, v in changed.items())
+        return changed, results
+
+    # --- long-term memories ------------------------------------------------------------------
+
+    async def remember_turn(
+        self, user_id: str, user_text: str, answer: str = "", *, use_model: bool = True
+    ) -> list[MemoryResult]:
+        """Extract memories from a finished turn (rules, plus the model when there is one) and
+        store them. A failing model call is logged and costs only its own candidates."""
+        check_user_id(user_id)
+        candidates = extract_memories(user_text)
+        if use_model and self.model is not None:
+            try:
+                candidates += await ModelMemoryExtractor(self.model).extract(user_text, answer)
+            except ModelError as exc:
+                log.warning("memory extraction for %s failed: %s", user_id, exc)
+        return await self._add(user_id, candidates)
+
+    async def remember(self, user_id: str, text: str, *, importance: float = 0.7) -> MemoryResult:
+        """Store one memory the user asked for explicitly (an API call, a "remember" command)."""
+        check_user_id(user_id)
+        results = await self._add(user_id, [MemoryCandidate(text=text, importance=importance, source="explicit")])
+        return results[0]
+
+    async def _add(self, user_id: str, candidates: list[MemoryCandidate]) -> list[MemoryResult]:
+        if not candidates:
+            return []
+        outcomes = await asyncio.to_thread(self.longterm.add_many, user_id, candidates)
+        return _dedupe([_outcome_result(o) for o in outcomes])
+
+    async def recall(self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0) -> list[RecalledMemory]:
+        check_user_id(user_id)
+        return await asyncio.to_thread(self.longterm.recall, user_id, query, k, min_similarity=min_similarity)
+
+    async def memories(self, user_id: str) -> list[MemoryRecord]:
+        check_user_id(user_id)
+        return await asyncio.to_thread(self.longterm.records, user_id)
+
+    async def forget(self, user_id: str, memory_id: int) -> bool:
+        check_user_id(user_id)
+        return await asyncio.to_thread(self.longterm.delete, user_id, memory_id)
+
+    async def forget_user(self, user_id: str) -> None:
+        """Delete the user's history, preferences and memories."""
+        check_user_id(user_id)
+        await asyncio.to_thread(self.store.forget_user, user_id)
+
+
+def _dedupe(results: list[MemoryResult]) -> list[MemoryResult]:
+    """Rules and the model often find the same fact: report each memory once (its last action
+    wins unless it was first stored in this turn)."""
+    by_id: dict[int, MemoryResult] = {}
+    out: list[MemoryResult] = []
+    for result in results:
+        if result.memory_id is None:
+            out.append(result)
+        elif result.memory_id in by_id:
+            first = by_id[result.memory_id]
+            if first.action != "stored":
+                out[out.index(first)] = result
+                by_id[result.memory_id] = result
+        else:
+            by_id[result.memory_id] = result
+            out.append(result)
+    return out
