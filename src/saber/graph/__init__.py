@@ -4,7 +4,6 @@ from saber.graph.agents import Replanner, ReplanRequest, SubAgent, SubAgentTask
 from saber.graph.checkpoint import Checkpoint, CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
 from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus, NodeType
-from saber.graph.placeholders import substitute_placeholders
 from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
 from saber.graph.taskgraph import GraphError, TaskGraph
@@ -12,5 +11,5 @@ from saber.graph.taskgraph import GraphError, TaskGraph
 __all__ = [
     "Checkpoint", "CheckpointStore", "GraphConfig", "GraphError", "GraphRuntime", "Node", "NodeStatus", "NodeType",
     "PostgresCheckpointStore", "ReplanRequest", "Replanner", "RunResult", "SQLiteCheckpointStore", "SubAgent",
-    "SubAgentTask", "TaskGraph", "substitute_placeholders",
+    "SubAgentTask", "TaskGraph",
 ]

@@ -22,6 +22,8 @@ class Failure:
 def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
     """Retryable: ``ToolError(retryable=True)``, timeouts, connection errors, HTTP 5xx/429.
     Not retryable: bad arguments, unknown tools or agents, HTTP 4xx, anything else (a bug)."""
+    if isinstance(exc, LookupError) and type(exc).__name__ == "PlaceholderError":
+        return Failure(message=str(exc), retryable=False)
     if isinstance(exc, ToolError):
         return Failure(message=exc.message, retryable=exc.retryable)
     if isinstance(exc, TimeoutError):

@@ -17,7 +17,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,6 @@ from saber.graph.checkpoint.base import CheckpointStore
 from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
-from saber.graph.placeholders import Substitute, substitute_placeholders
 from saber.graph.races import run_race
 from saber.graph.result import RunResult, RunStatus
 from saber.graph.retry import backoff_seconds, classify
@@ -46,6 +45,10 @@ from saber.tools.base import Tool
 from saber.tools.errors import ToolError, UnknownToolError
 
 log = logging.getLogger(__name__)
+
+Substitute = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
+"""``(params, results by dependency id) -> params with placeholders replaced``; the default is
+``saber.planner.placeholders.substitute_placeholders`` (``$n1``, ``${n1.city}``, ``{{n1}}``, ``$1``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,7 +92,11 @@ class GraphRuntime:
         self.task_id = task_id or uuid.uuid4().hex
         self.replanner = replanner
         self.replans_used = 0
-        self._substitute = substitute or substitute_placeholders
+        if substitute is None:  # imported here: the planner package imports the graph package
+            from saber.planner.placeholders import substitute_placeholders
+
+            substitute = substitute_placeholders
+        self._substitute: Substitute = substitute
         self._rng = random.Random(seed)
         self._state = GraphState(self.graph, self.config)  # raises GraphError on a malformed race group
         self._phase = "new"
@@ -102,6 +109,8 @@ class GraphRuntime:
         self._replan_task: asyncio.Task[None] | None = None
         self._replan_due: str | None = None
         self._graph_changed = False
+        self._nothing_to_add = False
+        """The replanner, asked after the graph drained, added nothing: the run is over."""
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -176,9 +185,8 @@ class GraphRuntime:
         launch = self._state.settle(changed, events)
         await self._commit(changed, events, launch)
         while not self._cancelled:
-            if not self._state.running and self._replan_task is None and not self._start_replan(
-                "drained", "all nodes finished"
-            ):
+            drained = not self._state.running and self._replan_task is None
+            if drained and (self._nothing_to_add or not self._start_replan("drained", "all nodes finished")):
                 return
             batch = [await self._queue.get()]
             while not self._queue.empty():
@@ -341,6 +349,7 @@ class GraphRuntime:
                 events.append(Error(message=f"replan rejected: {exc}", where="replan"))
                 added = []
             self._graph_changed = self._graph_changed or bool(added)
+            self._nothing_to_add = done.request.reason == "drained" and not added
             events.append(Replan(reason=done.request.detail, added=added, used=self.replans_used,
                                  max=self.config.max_replan))
         if self._replan_due is not None:

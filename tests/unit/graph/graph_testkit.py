@@ -1,0 +1,64 @@
+"""Helpers shared by the graph runtime tests (imported by name: tests run in prepend mode): tools driven by asyncio events, and an event recorder."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from saber.events import Event
+from saber.tools import Tool
+
+
+class Gate:
+    """A tool whose calls wait until the test opens them; records starts, ends and cancellations."""
+
+    def __init__(self, name: str, result: Any = "ok") -> None:
+        self.name = name
+        self.result = result
+        self.started: dict[str, asyncio.Event] = {}
+        self.release: dict[str, asyncio.Event] = {}
+        self.calls: list[str] = []
+        self.cancelled: list[str] = []
+
+    def started_event(self, key: str) -> asyncio.Event:
+        return self.started.setdefault(key, asyncio.Event())
+
+    def release_event(self, key: str) -> asyncio.Event:
+        return self.release.setdefault(key, asyncio.Event())
+
+    def tool(self) -> Tool:
+        async def execute(args: dict[str, Any]) -> Any:
+            key = str(args.get("key", ""))
+            self.calls.append(key)
+            self.started_event(key).set()
+            try:
+                await self.release_event(key).wait()
+            except asyncio.CancelledError:
+                self.cancelled.append(key)
+                raise
+            return f"{self.result}:{key}"
+
+        schema = {"type": "object", "properties": {"key": {"type": "string"}}}
+        return Tool.from_json_schema(self.name, "waits for the test", schema, execute)
+
+
+def fn_tool(name: str, fn: Callable[[dict[str, Any]], Any], schema: dict[str, Any] | None = None) -> Tool:
+    return Tool.from_json_schema(name, name, schema or {"type": "object", "properties": {}}, fn)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.type == kind]
+
+    def index(self, kind: str, **match: Any) -> int:
+        for i, e in enumerate(self.events):
+            if e.type == kind and all(getattr(e, k) == v for k, v in match.items()):
+                return i
+        raise AssertionError(f"no {kind} event matching {match}")
