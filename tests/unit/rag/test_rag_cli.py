@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
+from saber.rag.cli import docs_app, ingest_command, set_engine_factory
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[typer.Typer]:
+    db = tmp_path / "saber.db"
+    set_engine_factory(lambda: RagEngine(SQLiteStore(db), HashingEmbedder(256)))
+    main = typer.Typer()
+    main.command("ingest")(ingest_command)
+    main.add_typer(docs_app, name="docs")
+    yield main
+    set_engine_factory(None)
+
+
+def test_ingest_folder_then_list_show_rm(app: typer.Typer, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Alpha\n\nAlpha is the first letter.", encoding="utf-8")
+    (folder / "b.txt").write_text("高铁是中国的骄傲。", encoding="utf-8")
+    (folder / "skip.bin").write_bytes(b"\0\1")
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "2 file(s): 2 added" in result.output
+    again = runner.invoke(app, ["ingest", str(folder)])
+    assert "2 unchanged" in again.output
+    listed = runner.invoke(app, ["docs", "list"])
+    assert "Alpha" in listed.output
+    doc_id = RagEngine(SQLiteStore(tmp_path / "saber.db"), HashingEmbedder(256)).list_documents()[0].id
+    shown = runner.invoke(app, ["docs", "show", doc_id])
+    assert shown.exit_code == 0 and doc_id in shown.output
+    removed = runner.invoke(app, ["docs", "rm", doc_id, "missing-id"])
+    assert removed.exit_code == 1 and "removed 1" in removed.output and "missing-id" in removed.output
+
+
+def test_ingest_reports_failures(app: typer.Typer, tmp_path: Path) -> None:
+    (tmp_path / "bad.exe").write_bytes(b"MZ")
+    (tmp_path / "empty.md").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "bad.exe"), str(tmp_path / "empty.md")])
+    assert result.exit_code == 1
+    assert "2 failed" in result.output and "unsupported file type .exe" in result.output

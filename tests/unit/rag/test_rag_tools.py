@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from saber.events import Event, RagResult, emitting_to
+from saber.rag import RagEngine, knowledge_tools
+from saber.tools import Tool, ToolError
+
+REPORT = "# K8s report\n\nClusterIP is the default service type; NodePort opens a port on each node."
+
+
+def _tools(engine: RagEngine) -> dict[str, Tool]:
+    return {t.name: t for t in knowledge_tools(engine)}
+
+
+async def test_rag_search_on_empty_store_is_a_clear_error(engine: RagEngine) -> None:
+    tools = _tools(engine)
+    assert tools["rag_search"].race_group == "search"
+    with pytest.raises(ToolError, match="the knowledge base is empty: upload documents first"):
+        await tools["rag_search"].run({"query": "anything"})
+
+
+async def test_rag_search_returns_text_and_emits_hits(engine: RagEngine) -> None:
+    engine.ingest_text("K8s report", REPORT)
+    events: list[Event] = []
+    with emitting_to(events.append):
+        answer = await _tools(engine)["rag_search"].run({"query": "NodePort"})
+    assert isinstance(answer, str) and "NodePort" in answer and "score" not in answer
+    [event] = [e for e in events if isinstance(e, RagResult)]
+    assert event.query == "NodePort" and event.hits
+    first = event.hits[0]
+    assert first["title"] == "K8s report" and first["score_kind"] == "rrf" and "chunk" in first
+
+
+@pytest.mark.parametrize("flag", [True, "true", "1", "yes", "YES"])
+async def test_write_document_coerces_ingest_flag(engine: RagEngine, flag: object) -> None:
+    out = await _tools(engine)["write_document"].run({"title": "K8s report", "content_md": REPORT, "ingest_to_rag": flag})
+    assert out["indexed"] is True and out["chunks"] > 0 and engine.loaded
+
+
+async def test_write_document_is_stored_once_when_retried_concurrently(engine: RagEngine) -> None:
+    write = _tools(engine)["write_document"]
+    args = {"title": "K8s report", "content_md": REPORT, "ingest_to_rag": "true"}
+    results = await asyncio.gather(*(write.run(args) for _ in range(4)))
+    assert len({r["document_id"] for r in results}) == 1
+    assert sorted(r["status"] for r in results).count("created") == 1
+    assert len(engine.list_documents()) == 1
+
+
+async def test_write_without_index_then_ingest_document(engine: RagEngine) -> None:
+    tools = _tools(engine)
+    out = await tools["write_document"].run({"title": "Draft", "content_md": REPORT, "ingest_to_rag": "no"})
+    assert out["indexed"] is False and not engine.loaded
+    listed = await tools["list_documents"].run({})
+    assert [d["id"] for d in listed] == [out["document_id"]]
+    read = await tools["read_document"].run({"document_id": out["document_id"]})
+    assert read["content"] == REPORT and read["title"] == "Draft"
+    ingested = await tools["ingest_document"].run({"document_id": out["document_id"]})
+    assert ingested["status"] == "indexed" and ingested["chunks"] > 0 and engine.loaded
+    again = await tools["ingest_document"].run({"document_id": out["document_id"]})
+    assert again["status"] == "unchanged"
+
+
+async def test_unknown_document_and_bad_arguments(engine: RagEngine) -> None:
+    tools = _tools(engine)
+    with pytest.raises(ToolError, match="no document with id 'nope'"):
+        await tools["read_document"].run({"document_id": "nope"})
+    with pytest.raises(ToolError, match="content_md"):
+        await tools["write_document"].run({"title": "x"})
+    with pytest.raises(ToolError, match="ingest_to_rag"):
+        await tools["write_document"].run({"title": "x", "content_md": "y", "ingest_to_rag": "maybe"})
