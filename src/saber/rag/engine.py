@@ -67,6 +67,13 @@ class RagEngine:
         self._bm25: tuple[int, BM25Index] | None = None
         self._embedding_ready = False
 
+    def close(self) -> None:
+        """Close the store and the embedder's connections (if it has any)."""
+        self.store.close()
+        close = getattr(self.embedder, "close", None)
+        if callable(close):
+            close()
+
     # -- state -----------------------------------------------------------------------------------
 
     @property

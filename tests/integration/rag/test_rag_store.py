@@ -1,0 +1,112 @@
+"""One suite, both stores (SQLite and PostgreSQL + pgvector)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from saber.rag import HashingEmbedder, RagEngine
+from saber.rag.documents import ChunkRecord, DocumentNotFound, NewDocument
+
+StoreFactory = Callable[[], Any]
+
+
+def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _records(n: int) -> list[ChunkRecord]:
+    return [ChunkRecord(section=i // 2, ordinal=i % 2, text=f"chunk {i}", tokens=[f"t{i}", "common"]) for i in range(n)]
+
+
+def test_save_read_list_delete(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    store.ensure_embedding("test", 8)
+    assert store.chunk_count() == 0
+    r0 = store.revision()
+    doc = NewDocument(title="T", source="s.md", doc_type="md", content="hello world")
+    result = store.save_document(doc, ["sec 0", "sec 1"], _records(4), _vectors(4))
+    assert result.status == "created" and result.document.chunk_count == 4 and result.document.indexed
+    assert store.revision() > r0
+    full = store.get_document(result.document.id)
+    assert full.content == "hello world" and full.version == 1
+    ids, tokens = store.keyword_corpus()
+    assert len(ids) == 4 and all("common" in t for t in tokens)
+    chunks = store.get_chunks(ids)
+    assert {c.section_text for c in chunks.values()} == {"sec 0", "sec 1"}
+    assert [d.id for d in store.list_documents()] == [result.document.id]
+    assert store.delete_document(result.document.id) is True
+    assert store.chunk_count() == 0 and store.keyword_corpus() == ([], []) and store.list_documents() == []
+    with pytest.raises(DocumentNotFound):
+        store.get_document(result.document.id)
+
+
+def test_vector_search_ranks_by_cosine(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    store.ensure_embedding("test", 8)
+    vecs = _vectors(20, seed=1)
+    store.save_document(NewDocument(title="V", source="", doc_type="md", content="v"),
+                        [f"s{i}" for i in range(10)], _records(20), vecs)
+    ids, _ = store.keyword_corpus()
+    target = 7
+    hits = store.vector_search(vecs[target], 5)
+    assert hits[0][0] == ids[target] and abs(hits[0][1] - 1.0) < 1e-4
+    exact = sorted((float(vecs[i] @ vecs[target]) for i in range(20)), reverse=True)[:5]
+    assert np.allclose([s for _, s in hits], exact, atol=1e-4)
+
+
+def test_versions_and_no_op(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    store.ensure_embedding("test", 8)
+    v1 = store.save_document(NewDocument(title="T", source="a.md", doc_type="md", content="one"), ["s"], _records(1), _vectors(1))
+    same = store.save_document(NewDocument(title="T", source="a.md", doc_type="md", content="one"), ["s"], _records(1), _vectors(1))
+    assert same.status == "unchanged" and store.chunk_count() == 1
+    v2 = store.save_document(NewDocument(title="T", source="a.md", doc_type="md", content="two"), ["s", "t"], _records(3), _vectors(3))
+    assert v2.status == "new_version" and v2.document.id == v1.document.id and v2.document.version == 2
+    assert store.chunk_count() == 3
+
+
+def test_failed_write_is_rolled_back(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    store.ensure_embedding("test", 8)
+    with pytest.raises(ValueError, match="vectors"):
+        store.save_document(NewDocument(title="Bad", source="", doc_type="md", content="x"), ["s"], _records(3), _vectors(2))
+    assert store.list_documents() == [] and store.chunk_count() == 0
+
+
+def test_second_connection_sees_writes_and_engine_loaded(store_factory: StoreFactory) -> None:
+    a, b = store_factory(), store_factory()
+    engine_a, engine_b = RagEngine(a, HashingEmbedder(64)), RagEngine(b, HashingEmbedder(64))
+    assert not engine_b.loaded
+    doc = engine_a.ingest_text("Rail", "# 高铁\n\n京沪高铁全长一千三百一十八公里。").document
+    assert engine_b.loaded
+    assert engine_b.search("京沪高铁", 3)[0].document_id == doc.id
+    engine_b.delete_document(doc.id)
+    assert not engine_a.loaded and engine_a.search("京沪高铁", 3) == []
+
+
+def test_concurrent_identical_writes_store_once(store_factory: StoreFactory) -> None:
+    import threading
+
+    stores = [store_factory() for _ in range(3)]
+    engines = [RagEngine(s, HashingEmbedder(64)) for s in stores]
+    engines[0].ingest_text("warm", "warm up the schema")
+    barrier = threading.Barrier(3)
+    results: list[str] = []
+
+    def write(e: RagEngine) -> None:
+        barrier.wait()
+        results.append(e.ingest_text("Same", "identical content written by three writers").status)
+
+    threads = [threading.Thread(target=write, args=(e,)) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results).count("created") == 1
+    assert [d.title for d in engines[0].list_documents()].count("Same") == 1
