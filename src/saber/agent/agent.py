@@ -1,0 +1,311 @@
+"""``Agent``: takes a query, decides how to answer, runs it, and streams typed events until ``done``.
+
+Every request gets its own task id, cancel handle and state (a ``Turn``); history, preferences
+and memories are keyed by user. Work that can wait (model-based preference and memory
+extraction) runs in the background: it never delays ``done`` and never fails the request, and
+``aclose()`` waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from saber.agent.context import Turn
+from saber.agent.memory import MemoryService
+from saber.agent.memory.gates import check_memory_text
+from saber.agent.modes.chat import run_chat
+from saber.agent.modes.rag import run_rag
+from saber.agent.modes.react import run_react
+from saber.agent.modes.tool import pick_tool_call, run_tool
+from saber.agent.prompts import language_of
+from saber.agent.router import Mode, RouteDecision, RouteOptions, route
+from saber.agent.services import Services
+from saber.agent.subagents import SubAgentBase, default_sub_agents
+from saber.config import Settings
+from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
+from saber.graph.checkpoint import CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
+from saber.llm.base import ChatModel
+from saber.llm.factory import model_from_settings
+from saber.llm.nomodel import is_no_model
+from saber.rag.engine import RagEngine
+from saber.rag.factory import engine_from_settings
+from saber.rag.tools import knowledge_tools
+from saber.tools.base import Tool
+from saber.tools.builtin import builtin_tools
+from saber.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class Answer:
+    """What ``Agent.ask`` returns: the answer and every event of the request."""
+
+    answer: str
+    mode: str
+    task_id: str
+    usage: dict[str, int]
+    model: str | None
+    interrupted: bool
+    events: list[Event] = field(default_factory=list)
+
+    def of_type(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.type == kind]
+
+
+@dataclass
+class _Request:
+    user_id: str
+    task: asyncio.Task[None]
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        model: ChatModel | None = None,
+        tools: Iterable[Tool] = (),
+        builtin: bool = True,
+        knowledge: RagEngine | None = None,
+        memory: MemoryService | None = None,
+        checkpoints: CheckpointStore | None = None,
+        sub_agents: dict[str, SubAgentBase] | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.settings = settings or Settings.load()
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        self.model = model or model_from_settings(self.settings)
+        registry = ToolRegistry(builtin_tools(self.settings) if builtin else ())
+        engine = knowledge or engine_from_settings(self.settings)
+        for t in knowledge_tools(engine):
+            registry.register(t)
+        for t in tools:
+            registry.register(t)
+        background_model = None if is_no_model(self.model) else self.model
+        self.services = Services(
+            settings=self.settings,
+            registry=registry,
+            bus=bus or EventBus(),
+            knowledge=engine,
+            memory=memory or MemoryService.from_settings(self.settings, embedder=engine.embedder, model=background_model),
+            checkpoints=checkpoints or _checkpoint_store(self.settings),
+            sub_agents=default_sub_agents() if sub_agents is None else sub_agents,
+        )
+        self._requests: dict[str, _Request] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self.services.registry
+
+    @property
+    def bus(self) -> EventBus:
+        return self.services.bus
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        query: str,
+        *,
+        user_id: str = "default",
+        mode: Mode | None = None,
+        selected_tools: Sequence[str] | None = None,
+        use_rag: bool | None = None,
+        task_id: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Run one request, yielding its events; the last one is ``done``.
+
+        Leaving the loop early cancels the request.
+        """
+        if not query or not query.strip():
+            raise ValueError("query must not be empty")
+        if not user_id or not user_id.strip():
+            raise ValueError("user_id must not be empty")
+        if mode is not None and mode not in ("chat", "tool", "rag", "react"):
+            raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
+        tools = self.registry.filter(selected_tools) if selected_tools else self.registry.snapshot()
+        task_id = task_id or uuid.uuid4().hex
+        if task_id in self._requests:
+            raise ValueError(f"task {task_id} is already running")
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        turn = self._new_turn(query.strip(), user_id, task_id, tools, queue)
+        options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
+        task = asyncio.create_task(self._run(turn, options, queue), name=f"saber-request-{task_id}")
+        self._requests[task_id] = _Request(user_id=user_id, task=task)
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            self._requests.pop(task_id, None)
+
+    async def ask(self, query: str, **options: Any) -> Answer:
+        """Run a request to the end and return its answer with all events."""
+        events = [e async for e in self.stream(query, **options)]
+        done = events[-1]
+        assert isinstance(done, Done)
+        return Answer(answer=done.answer, mode=done.mode, task_id=done.task_id, usage=done.usage, model=done.model,
+                      interrupted=done.interrupted, events=events)
+
+    def cancel(self, task_id: str, *, user_id: str | None = None) -> bool:
+        """Cancel a running request. With ``user_id``, only that user's own request is cancelled."""
+        request = self._requests.get(task_id)
+        if request is None or (user_id is not None and request.user_id != user_id):
+            return False
+        request.task.cancel()
+        return True
+
+    def running(self, user_id: str | None = None) -> list[str]:
+        return [tid for tid, r in self._requests.items() if user_id is None or r.user_id == user_id]
+
+    async def aclose(self) -> None:
+        """Wait for background work, then close the stores."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self.bus.drain()
+        if self.services.memory is not None:
+            self.services.memory.close()
+        if self.services.checkpoints is not None:
+            await self.services.checkpoints.close()
+        if self.services.knowledge is not None:
+            self.services.knowledge.close()
+
+    # -- one request ----------------------------------------------------------------------------
+
+    def _new_turn(self, query: str, user_id: str, task_id: str, tools: dict[str, Tool], queue: asyncio.Queue[Event | None]) -> Turn:
+        streamed: list[str] = []
+
+        async def emit(event: Event) -> None:
+            if isinstance(event, Token):
+                streamed.append(event.content)
+            await queue.put(event)
+
+        turn = Turn(task_id=task_id, user_id=user_id, query=query, lang=language_of(query), emit=emit, model=self.model,
+                    tools=tools, services=self.services)
+        turn.extras["streamed"] = streamed
+        return turn
+
+    async def _run(self, turn: Turn, options: RouteOptions, queue: asyncio.Queue[Event | None]) -> None:
+        answer, mode, interrupted = "", "chat", False
+        try:
+            await turn.emit(Start(task_id=turn.task_id, query=turn.query, user_id=turn.user_id))
+            remember = await self._prepare(turn)
+            decision = self._route(turn, options)
+            turn.route = decision
+            mode = decision.mode
+            await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
+            answer = await self._dispatch(turn, decision)
+            await self._finalize(turn, answer, remember)
+        except asyncio.CancelledError:
+            interrupted = True
+            answer = "".join(turn.extras["streamed"])
+        except Exception as exc:
+            log.exception("request %s failed", turn.task_id)
+            await turn.emit(Error(message=f"{type(exc).__name__}: {exc}", where="agent"))
+            answer = ("请求失败：" if turn.lang == "zh" else "The request failed: ") + str(exc)
+        await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage.to_dict(),
+                             model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
+        await queue.put(None)
+
+    async def _prepare(self, turn: Turn) -> bool:
+        """History, preferences and memories for this turn. Returns whether the turn may be remembered."""
+        memory = self.services.memory
+        if memory is None:
+            return False
+        turn.history = await memory.history(turn.user_id)
+        await memory.append_history(turn.user_id, "user", turn.query)
+        _, results = await memory.update_preferences(turn.user_id, turn.query)
+        for result in results:
+            await turn.emit(result.to_event())
+        if turn.has_model:
+            self._background_task(self._learn_preferences(turn.user_id, turn.query))
+        turn.preferences = await memory.preferences(turn.user_id)
+        recalled = await memory.recall(turn.user_id, turn.query, 3, min_similarity=0.8)
+        turn.memories = [m.text for m in recalled]
+        for m in recalled:
+            await turn.emit(Memory(action="recalled", content=m.text))
+        rejection = check_memory_text(turn.query)
+        if rejection is not None:
+            await turn.emit(Memory(action="rejected", content="", reason=f"not remembered: {rejection.reason}"))
+            return False
+        return True
+
+    def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
+        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=self.services.knowledge_loaded(), options=options)
+        if decision.mode != "tool":
+            return decision
+        node = pick_tool_call(turn, decision.tools[0]) if decision.tools else None
+        if node is not None:
+            turn.extras["tool_node"] = node
+            return decision
+        fallback: Mode = "react" if decision.needs else "chat"
+        return RouteDecision(mode=fallback, rule=f"{decision.rule}→{fallback}(no arguments for {', '.join(decision.tools)})",
+                             tools=list(turn.tools), needs=decision.needs)
+
+    async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:
+        if decision.mode == "tool":
+            return await run_tool(turn, turn.extras["tool_node"])
+        if decision.mode == "rag":
+            return await run_rag(turn)
+        if decision.mode == "react":
+            return await run_react(turn)
+        return await run_chat(turn)
+
+    async def _finalize(self, turn: Turn, answer: str, remember: bool) -> None:
+        memory = self.services.memory
+        if memory is not None:
+            await memory.append_history(turn.user_id, "assistant", answer)
+            if remember:
+                self._background_task(self._remember(turn.user_id, turn.query, answer, use_model=turn.has_model))
+        self.bus.publish("agent.chat", {
+            "task_id": turn.task_id, "user_id": turn.user_id, "query": turn.query, "answer": answer,
+            "mode": turn.route.mode if turn.route else None, "usage": turn.usage.to_dict(),
+        })
+
+    # -- background work ------------------------------------------------------------------------
+
+    def _background_task(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _learn_preferences(self, user_id: str, text: str) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+        with _logged("preference extraction"):
+            _, results = await memory.learn_preferences(user_id, text)
+            for r in results:
+                self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
+
+    async def _remember(self, user_id: str, query: str, answer: str, *, use_model: bool) -> None:
+        memory = self.services.memory
+        if memory is None:
+            return
+        with _logged("memory extraction"):
+            for r in await memory.remember_turn(user_id, query, answer, use_model=use_model):
+                self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
+
+
+@contextlib.contextmanager
+def _logged(what: str) -> Any:
+    try:
+        yield
+    except Exception:
+        log.exception("%s failed", what)
+
+
+def _checkpoint_store(settings: Settings) -> CheckpointStore:
+    if settings.database_url:
+        return PostgresCheckpointStore(settings.database_url)
+    return SQLiteCheckpointStore(settings.sqlite_path)

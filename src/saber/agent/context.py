@@ -1,0 +1,73 @@
+"""The state of one request: who asked what, what the agent knows, and where events go."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from saber.agent.prompts import Lang, context_block
+from saber.agent.router import RouteDecision
+from saber.events import Event
+from saber.llm.base import ChatModel
+from saber.llm.nomodel import is_no_model
+from saber.llm.types import Message, Usage
+from saber.tools.base import Tool
+
+if TYPE_CHECKING:
+    from saber.agent.services import Services
+
+Emit = Callable[[Event], Awaitable[None]]
+
+
+@dataclass(kw_only=True)
+class Turn:
+    """One request's own state; nothing here is shared with another request or user."""
+
+    task_id: str
+    user_id: str
+    query: str
+    lang: Lang
+    emit: Emit
+    model: ChatModel
+    tools: Mapping[str, Tool]
+    """The registry snapshot (filtered to the caller's selection, if any)."""
+    services: Services
+    preferences: dict[str, str] = field(default_factory=dict)
+    history: list[Message] = field(default_factory=list)
+    """Earlier turns of this user's conversation (the current query not included)."""
+    memories: list[str] = field(default_factory=list)
+    route: RouteDecision | None = None
+    usage: Usage = field(default_factory=Usage)
+    answered_by_model: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_model(self) -> bool:
+        return not is_no_model(self.model)
+
+    def add_usage(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+
+    def system_prompt(self, base: Mapping[str, str]) -> str:
+        extra = context_block(self.preferences, self.memories, self.lang)
+        return base[self.lang] + (f"\n\n{extra}" if extra else "")
+
+    def messages(self, base: Mapping[str, str], user_content: str, *, with_history: bool = True) -> list[Message]:
+        """System prompt (with preferences and memories), the recent history, then ``user_content``."""
+        out = [Message.system(self.system_prompt(base))]
+        if with_history:
+            out.extend(self.history)
+        out.append(Message.user(user_content))
+        return out
+
+
+def history_messages(entries: Sequence[tuple[str, str]]) -> list[Message]:
+    """(role, content) pairs from the store as chat messages; unknown roles are dropped."""
+    out: list[Message] = []
+    for role, content in entries:
+        if role == "user":
+            out.append(Message.user(content))
+        elif role == "assistant":
+            out.append(Message.assistant(content))
+    return out

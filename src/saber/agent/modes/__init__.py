@@ -1,0 +1,1 @@
+"""The four ways to answer: chat, tool, rag and react."""

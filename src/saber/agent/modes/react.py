@@ -1,0 +1,96 @@
+"""react: the planner writes a task graph, the runtime runs it, the generator writes the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from saber.agent.context import Turn
+from saber.agent.generate import stream_answer
+from saber.agent.modes.chat import run_chat
+from saber.agent.observations import observations, rule_answer
+from saber.agent.prompts import GENERATE
+from saber.events import Error, Plan
+from saber.graph.agents import ReplanRequest
+from saber.graph.node import Node
+from saber.graph.result import RunResult
+from saber.graph.runtime import GraphRuntime
+from saber.llm.base import ModelError
+from saber.planner import (
+    ParsedPlan,
+    PlanParseError,
+    ReplanBudget,
+    build_planner_prompt,
+    parse_plan,
+    plan_response_format,
+    replan,
+    rule_plan,
+)
+from saber.tools.builtin.cities import find_city
+
+
+def _city_name(text: str) -> str | None:
+    city = find_city(text)
+    return (city.name_zh or city.name) if city else None
+
+
+async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
+    """The model's plan, or the rule plan when there is no model or its output is unusable.
+
+    Returns the plan and where it came from ("model" or "rules").
+    """
+    agents = turn.services.agent_descriptions()
+    if not turn.has_model:
+        return _rules(turn, agents, []), "rules"
+    messages = build_planner_prompt(turn.query, turn.tools, agents=agents, preferences=turn.preferences,
+                                    history=turn.history, language=turn.lang)
+    fmt = plan_response_format(turn.tools, agents) if turn.services.settings.llm_structured_output else None
+    try:
+        completion = await turn.model.complete(messages, response_format=fmt, temperature=0)
+    except ModelError as exc:
+        await turn.emit(Error(message=f"planner model failed: {exc}", where="planner"))
+        return _rules(turn, agents, [f"planner model failed ({exc}); used the rule planner"]), "rules"
+    turn.add_usage(completion.usage)
+    try:
+        return parse_plan(completion.text, turn.tools, agents=agents), "model"
+    except PlanParseError as exc:
+        return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
+
+
+def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPlan:
+    plan = rule_plan(turn.query, turn.tools, agents=agents, preferences=turn.preferences, city_from_query=_city_name)
+    return ParsedPlan(nodes=plan.nodes, format=plan.format, shape=plan.shape, warnings=[*warnings, *plan.warnings])
+
+
+async def run_react(turn: Turn) -> str:
+    plan, source = await make_plan(turn)
+    await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source))
+    if not plan.nodes:
+        return await run_chat(turn)
+    run = await run_graph(turn, plan.nodes)
+    if turn.lang == "zh":
+        prompt = f"用户的问题：{turn.query}\n\n执行的步骤与结果：\n{observations(run, turn.lang)}"
+    else:
+        prompt = f"The user's question: {turn.query}\n\nSteps run and their results:\n{observations(run, turn.lang)}"
+    return await stream_answer(turn, turn.messages(GENERATE, prompt, with_history=False),
+                               fallback=rule_answer(run, turn.lang), where="generator")
+
+
+async def run_graph(turn: Turn, nodes: Sequence[Node]) -> RunResult:
+    services = turn.services
+    config = services.graph_config()
+    agents = {name: agent.bind(turn) for name, agent in services.sub_agents.items()}
+    replanner = None
+    if config.max_replan > 0 and turn.has_model:
+        budget = ReplanBudget(max_replans=config.max_replan)
+        descriptions = services.agent_descriptions()
+
+        async def replanner_fn(request: ReplanRequest) -> Sequence[Node]:
+            result = await replan(turn.query, request.nodes, turn.tools, turn.model, budget=budget,
+                                  reason=request.detail, agents=descriptions, language=turn.lang)
+            return result.nodes
+
+        replanner = replanner_fn
+    runtime = GraphRuntime(list(nodes), turn.tools, config, turn.emit, agents=agents,
+                           checkpoint=services.checkpoints, task_id=turn.task_id, replanner=replanner)
+    turn.extras["runtime"] = runtime
+    return await runtime.run()

@@ -1,0 +1,47 @@
+"""tool: a rule picks one tool and its arguments; it runs; the model writes the answer (one call)."""
+
+from __future__ import annotations
+
+from saber.agent.context import Turn
+from saber.agent.generate import stream_answer
+from saber.agent.observations import as_text
+from saber.agent.prompts import TOOL_ANSWER
+from saber.events import ToolCallEvent
+from saber.graph.node import Node, NodeStatus
+from saber.graph.runtime import GraphRuntime
+from saber.planner import rule_plan
+from saber.tools.builtin.cities import find_city
+
+
+def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
+    """The single call the rules make of ``tool_name`` for this query, or None when they cannot
+    (e.g. the weather without a city in the query or the preferences)."""
+    tool = turn.tools.get(tool_name)
+    if tool is None:
+        return None
+    plan = rule_plan(turn.query, {tool_name: tool}, preferences=turn.preferences, city_from_query=_city_name)
+    nodes = [n for n in plan.nodes if n.tool == tool_name]
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def _city_name(text: str) -> str | None:
+    city = find_city(text)
+    return city.name_zh or city.name if city else None
+
+
+async def run_tool(turn: Turn, node: Node) -> str:
+    """Execute ``node`` (with the runtime's retries and timeout) and answer from its result."""
+    runtime = GraphRuntime([node], turn.tools, turn.services.graph_config(max_replan=0), None, task_id=turn.task_id)
+    run = await runtime.run()
+    done = run.nodes[node.id]
+    ok = done.status is NodeStatus.DONE
+    await turn.emit(ToolCallEvent(tool_name=node.tool or "", params=done.params, tool_result=done.result if ok else None,
+                                  error=None if ok else done.error))
+    result_text = as_text(done.result) if ok else f"ERROR: {done.error}"
+    if turn.lang == "zh":
+        prompt = f"用户问：{turn.query}\n工具 {node.tool} 返回结果：{result_text}\n请根据结果自然地回答用户。"
+        fallback = f"{node.tool} 的结果：{result_text}" if ok else f"{node.tool} 调用失败：{done.error}"
+    else:
+        prompt = f"The user asked: {turn.query}\nTool {node.tool} returned: {result_text}\nAnswer the user from this result."
+        fallback = f"{node.tool} returned: {result_text}" if ok else f"{node.tool} failed: {done.error}"
+    return await stream_answer(turn, turn.messages(TOOL_ANSWER, prompt, with_history=False), fallback=fallback, where="tool")

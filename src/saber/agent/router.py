@@ -1,0 +1,110 @@
+"""Routing: pick chat, tool, rag or react for a query without calling a model.
+
+Routing sits on every request, so it must be fast, cheap and predictable: keyword rules in
+Chinese and English, kept in the tables below so they are easy to read and extend. Each decision
+names the rule that fired; the ``route`` event carries it to the user.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+Mode = Literal["chat", "tool", "rag", "react"]
+MODES: tuple[Mode, ...] = ("chat", "tool", "rag", "react")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Need:
+    """Something a query asks for, recognised by keywords, and the tool that serves it (if any)."""
+
+    name: str
+    pattern: re.Pattern[str]
+    tool: str | None
+
+
+def _words(*alternatives: str) -> re.Pattern[str]:
+    """Chinese alternatives match as substrings; ASCII ones on word boundaries ("time" not in "sometimes")."""
+    parts = [re.escape(a) if not a.isascii() else rf"\b{re.escape(a)}\b" for a in alternatives]
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+NEEDS: tuple[Need, ...] = (
+    Need(name="time", tool="get_time", pattern=_words(
+        "几点", "时间", "日期", "星期几", "时区", "what time", "time is it", "current time", "time in", "date today", "timezone",
+    )),
+    Need(name="weather", tool="get_weather", pattern=_words(
+        "天气", "气温", "下雨", "下雪", "温度", "weather", "temperature", "forecast", "raining", "rain",
+    )),
+    Need(name="search", tool="search_web", pattern=_words(
+        "搜索", "搜一下", "查一下", "查查", "查询", "帮我查", "最新", "新闻", "search", "look up", "google", "news", "latest",
+    )),
+    Need(name="summary", tool=None, pattern=_words("总结", "汇总", "summarize", "summarise", "summary")),
+)
+"""A query with two or more needs is a multi-step task (react); exactly one tool need is tool mode."""
+
+RESEARCH = _words("调研", "研究", "research", "investigate")
+DOCUMENT = _words("报告", "文档", "方案", "report", "document", "proposal", "write-up")
+PRODUCE = _words("写", "生成", "总结", "保存", "整理", "write", "generate", "draft", "save", "create", "produce")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteOptions:
+    """What the caller chose explicitly; each field overrides the keyword rules."""
+
+    mode: Mode | None = None
+    selected_tools: Sequence[str] | None = None
+    use_rag: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteDecision:
+    mode: Mode
+    rule: str
+    """Which rule fired, e.g. ``keywords:react(time+weather)``."""
+    tools: list[str] = field(default_factory=list)
+    """Tools this route may use (all available ones unless the caller selected some)."""
+    needs: list[str] = field(default_factory=list)
+
+
+def find_needs(query: str) -> list[Need]:
+    return [need for need in NEEDS if need.pattern.search(query)]
+
+
+def is_research_request(query: str) -> bool:
+    """调研/研究, or a report/document/plan to write, generate, summarise or save."""
+    return bool(RESEARCH.search(query) or (DOCUMENT.search(query) and PRODUCE.search(query)))
+
+
+def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None) -> RouteDecision:
+    """Decide the mode for ``query`` given the available tool names and whether the knowledge base has chunks."""
+    options = options or RouteOptions()
+    needs = find_needs(query)
+    need_names = [n.name for n in needs]
+    if options.mode is not None:
+        return RouteDecision(mode=options.mode, rule=f"explicit:mode={options.mode}", tools=list(options.selected_tools or tools), needs=need_names)
+    if options.selected_tools:
+        selected = list(options.selected_tools)
+        if len(selected) > 1 or len(needs) > 1 or is_research_request(query):
+            return RouteDecision(mode="react", rule=f"explicit:tools({len(selected)})", tools=selected, needs=need_names)
+        return RouteDecision(mode="tool", rule=f"explicit:tool({selected[0]})", tools=selected, needs=need_names)
+    if options.use_rag and knowledge_loaded:
+        return RouteDecision(mode="rag", rule="explicit:use_rag", tools=list(tools), needs=need_names)
+    return _route_by_keywords(query, needs, tools, knowledge_loaded)
+
+
+def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool) -> RouteDecision:
+    names = [n.name for n in needs]
+    available = list(tools)
+    if is_research_request(query):
+        return RouteDecision(mode="react", rule="keywords:react(research/report)", tools=available, needs=names)
+    if len(needs) >= 2:
+        return RouteDecision(mode="react", rule=f"keywords:react({'+'.join(names)})", tools=available, needs=names)
+    served = [n for n in needs if n.tool and n.tool in tools]
+    if served:
+        return RouteDecision(mode="tool", rule=f"keywords:tool({served[0].name})", tools=[served[0].tool or ""], needs=names)
+    if knowledge_loaded:
+        return RouteDecision(mode="rag", rule="knowledge-base:loaded", tools=available, needs=names)
+    return RouteDecision(mode="chat", rule="default:chat", tools=available, needs=names)

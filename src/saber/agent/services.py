@@ -1,0 +1,49 @@
+"""What every request of one Agent shares: settings, tools, knowledge base, memory, checkpoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from saber.config import Settings
+from saber.events import EventBus
+from saber.graph.config import GraphConfig
+from saber.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from saber.agent.memory import MemoryService
+    from saber.agent.subagents.base import SubAgentBase
+    from saber.graph.checkpoint import CheckpointStore
+    from saber.rag.engine import RagEngine
+
+
+@dataclass(kw_only=True)
+class Services:
+    settings: Settings
+    registry: ToolRegistry
+    bus: EventBus
+    knowledge: RagEngine | None = None
+    memory: MemoryService | None = None
+    checkpoints: CheckpointStore | None = None
+    sub_agents: dict[str, SubAgentBase] = field(default_factory=dict)
+
+    def knowledge_loaded(self) -> bool:
+        return self.knowledge is not None and self.knowledge.loaded
+
+    def graph_config(self, **overrides: object) -> GraphConfig:
+        s = self.settings
+        values: dict[str, object] = {
+            "max_parallel": s.graph_max_parallel,
+            "enable_racing": s.graph_enable_racing,
+            "race_timeout_ms": s.graph_race_timeout * 1000,
+            "max_retries": s.graph_max_retries,
+            "retry_delay_ms": s.graph_retry_delay * 1000,
+            "step_timeout_ms": s.graph_step_timeout * 1000,
+            "sub_agent_timeout_ms": s.graph_sub_agent_timeout * 1000,
+            "max_replan": s.graph_max_replan,
+        }
+        values.update(overrides)
+        return GraphConfig(**values)  # type: ignore[arg-type]
+
+    def agent_descriptions(self) -> dict[str, str]:
+        return {name: agent.description for name, agent in self.sub_agents.items()}
