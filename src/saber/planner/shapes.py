@@ -80,7 +80,7 @@ def _item(value: Any) -> tuple[str, RawNode] | None:
         name = fn.get("name")
         if not isinstance(name, str):
             return None
-        return "openai_tool_calls", _node(value, tool=name, params=fn.get("arguments", fn.get("parameters")))
+        return "openai_tool_calls", improvised(_node(value, tool=name, params=fn.get("arguments", fn.get("parameters"))))
     if value.get("type") == "tool_use" and isinstance(value.get("name"), str):  # Anthropic content block
         return "function_call", _node(value, tool=value["name"], params=value.get("input"))
     if isinstance(value.get("action"), str) and "action_input" in value:  # LangChain JSON agent
@@ -92,7 +92,7 @@ def _item(value: Any) -> tuple[str, RawNode] | None:
         return ("legacy" if legacy else "ideal"), _node(value, tool=tool, agent=agent)
     name = _first_str(value, ("name", "function_name"))
     if name and any(k in value for k in ("parameters", "arguments", "args", "input")):
-        return "function_call", _node(value, tool=name)
+        return "function_call", improvised(_node(value, tool=name))
     return None
 
 
@@ -122,21 +122,25 @@ def _node(value: Mapping[str, Any], *, tool: str | None = None, agent: str | Non
 
 
 def from_tool_calls(calls: tuple[ToolCall, ...] | list[ToolCall]) -> list[RawNode]:
-    """Raw nodes for calls made in a text dialect or natively. A model that improvises graph
-    fields inside the arguments (``{"id", "params", "depends_on"}``) is understood too."""
-    nodes: list[RawNode] = []
-    for call in calls:
-        args = dict(call.arguments)
-        if isinstance(args.get("params"), Mapping) and set(args) & {"depends_on", "race_group", "id"}:
-            nodes.append({
-                "id": args.get("id"), "type": None, "tool": call.name, "agent": None,
-                "goal": args.get("goal") if isinstance(args.get("goal"), str) else "",
-                "params": args["params"], "depends_on": args.get("depends_on"), "race_group": args.get("race_group"),
-            })
-        else:
-            nodes.append({"id": None, "type": None, "tool": call.name, "agent": None, "goal": "",
-                          "params": args, "depends_on": None, "race_group": None})
-    return nodes
+    """Raw nodes for calls made in a text dialect or natively."""
+    return [
+        improvised({"id": None, "type": None, "tool": call.name, "agent": None, "goal": "",
+                    "params": dict(call.arguments), "depends_on": None, "race_group": None})
+        for call in calls
+    ]
+
+
+def improvised(node: RawNode) -> RawNode:
+    """A call whose arguments carry graph fields (``{"id", "params", "depends_on"}``): models
+    asked for a graph but held to function calling sometimes write that."""
+    args = node.get("params")
+    if not (isinstance(args, Mapping) and isinstance(args.get("params"), Mapping)
+            and set(args) & {"id", "depends_on", "race_group"}):
+        return node
+    goal = args.get("goal")
+    return {**node, "id": args.get("id", node.get("id")), "params": dict(args["params"]),
+            "goal": goal if isinstance(goal, str) else node.get("goal", ""),
+            "depends_on": args.get("depends_on"), "race_group": args.get("race_group")}
 
 
 def params_object(params: Any) -> tuple[dict[str, Any] | None, str | None]:

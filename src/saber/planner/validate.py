@@ -50,6 +50,8 @@ class _Work:
     params: dict[str, Any] = field(default_factory=dict)
     goal: str = ""
     refs: list[str] = field(default_factory=list)
+    goal_refs: list[str] = field(default_factory=list)
+    """Nodes named in a sub-agent's goal ("根据 $n1 写报告"): dependencies, but text stays as written."""
     deps: list[str] = field(default_factory=list)
 
 
@@ -152,8 +154,10 @@ def _check(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str],
             if isinstance(params.get(key), str) and params[key].strip():
                 goal = params.pop(key) if key != "query" else params[key]
                 break
-    params, item.refs = canonicalise(params, _resolver(alias, existing, item.id))
+    resolve = _resolver(alias, existing, item.id)
+    params, item.refs = canonicalise(params, resolve)
     item.goal = (goal or "").strip()
+    _, item.goal_refs = canonicalise(item.goal, resolve)
     if item.kind == "sub_agent":
         item.params = params
         return None
@@ -259,8 +263,8 @@ def _resolve_deps(item: _Work, alias: Mapping[str, str], existing: Mapping[str, 
             warnings.append(f"{item.id}: removed dependency on {target}, which was dropped")
         elif target not in deps:
             deps.append(target)
-    for ref in item.refs:
-        if ref not in deps:
+    for ref in [*item.refs, *item.goal_refs]:
+        if ref not in deps and ref not in dropped:
             deps.append(ref)
     item.deps = deps
 
