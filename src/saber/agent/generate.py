@@ -44,9 +44,15 @@ async def stream_answer(turn: Turn, messages: Sequence[Message], *, fallback: st
         if parts:
             cut = "\n\n（回答被中断：语言模型调用失败）" if turn.lang == "zh" else "\n\n(The answer was cut off: the language model call failed.)"
             return "".join(parts) + await _emit_text(turn, cut)
-        return await _emit_text(turn, f"{model_failed_note(turn, exc)}\n\n{fallback}")
+        return await _emit_text(turn, f"{model_failed_note(turn, exc)}\n\n{fallback}" if fallback else _failed_only(turn, exc))
     turn.answered_by_model = True
     return "".join(parts)
+
+
+def _failed_only(turn: Turn, error: Exception) -> str:
+    if turn.lang == "zh":
+        return f"抱歉，语言模型调用失败，无法回答：{error}"
+    return f"Sorry, the language model call failed, so there is no answer: {error}"
 
 
 async def _emit_text(turn: Turn, text: str) -> str:

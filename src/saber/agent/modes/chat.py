@@ -8,6 +8,8 @@ from saber.agent.prompts import CHAT
 
 
 async def run_chat(turn: Turn) -> str:
+    if turn.has_model:  # a model that fails has no rule answer to fall back on: only the failure is said
+        return await stream_answer(turn, turn.messages(CHAT, turn.query), fallback="", where="chat")
     fallback = (
         "没有配置语言模型，无法进行自由对话。我仍可以查询时间、天气、网页搜索和你的知识库。"
         if turn.lang == "zh"

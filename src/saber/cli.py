@@ -1,0 +1,212 @@
+"""The ``saber`` command: ask, tools, config, ingest, docs.
+
+Every error a user can cause (an unknown option, an unreadable or invalid config, a model
+endpoint that refuses) ends in one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from saber.config import ConfigError, Settings, config_path
+from saber.events import Event
+from saber.rag.cli import docs_app, ingest_command
+from saber.tools.errors import ToolError
+
+app = typer.Typer(
+    name="saber",
+    help="Saber: an agent runtime that lets language models use tools.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("ingest", help="Add files or folders to the knowledge base.")(ingest_command)
+app.add_typer(docs_app, name="docs")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class CLIError(Exception):
+    """An error to print in one line before exiting with ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.load()
+    except ConfigError as exc:
+        raise CLIError(str(exc), 2) from None
+
+
+@app.command()
+def ask(
+    query: Annotated[str, typer.Argument(help="What to ask.")],
+    user: Annotated[str, typer.Option("--user", "-u", help="User id: history, memory and preferences are per user.")] = "cli",
+    mode: Annotated[str | None, typer.Option(help="Force a mode: chat, tool, rag or react.")] = None,
+    tools: Annotated[str | None, typer.Option(help="Comma-separated tools to allow (e.g. get_time,get_weather).")] = None,
+    rag: Annotated[bool, typer.Option("--rag", help="Answer from the knowledge base.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
+) -> None:
+    """Ask a question; progress and the answer stream as they come."""
+    if mode is not None and mode not in ("chat", "tool", "rag", "react"):
+        raise CLIError(f"unknown mode {mode!r}: use chat, tool, rag or react", 2)
+    selected = [t.strip() for t in tools.split(",") if t.strip()] if tools else None
+    settings = _settings()
+    asyncio.run(_ask(settings, query, user=user, mode=mode, selected=selected, use_rag=rag or None, as_json=as_json))
+
+
+async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected: list[str] | None,
+               use_rag: bool | None, as_json: bool) -> None:
+    from saber.agent import Agent
+
+    agent = Agent(settings)
+    renderer = _JsonRenderer() if as_json else _RichRenderer()
+    model_errors: list[str] = []
+    try:
+        async for event in agent.stream(query, user_id=user, mode=mode, selected_tools=selected, use_rag=use_rag):
+            renderer.render(event)
+            if event.type == "error":
+                model_errors.append(str(event.data["message"]))
+    except (ValueError, ToolError) as exc:
+        raise CLIError(str(exc), 2) from None
+    finally:
+        await agent.aclose()
+    if model_errors:
+        raise CLIError(model_errors[0], 1)
+
+
+class _JsonRenderer:
+    def render(self, event: Event) -> None:
+        out.print(json.dumps(event.to_dict(), ensure_ascii=False, default=str), markup=False)
+
+
+class _RichRenderer:
+    """Progress lines on stderr, the answer on stdout (so ``saber ask ... > answer.txt`` works)."""
+
+    def __init__(self) -> None:
+        self.streaming = False
+
+    def render(self, event: Event) -> None:
+        data = event.data
+        kind = event.type
+        if kind == "token":
+            self.streaming = True
+            out.print(data["content"], end="", markup=False)
+            return
+        if kind == "done":
+            if self.streaming:
+                out.print()
+            extra = f" · {data['usage'].get('total_tokens', 0)} tokens" if data["usage"].get("total_tokens") else ""
+            who = data["model"] or "no language model"
+            err.print(f"[dim]— {data['mode']} · {who}{extra}{' · interrupted' if data['interrupted'] else ''}[/]")
+            return
+        line = _progress_line(kind, data)
+        if line:
+            err.print(line)
+
+
+def _progress_line(kind: str, data: dict[str, Any]) -> str | None:
+    if kind == "route":
+        return f"[cyan]route[/] {data['mode']} [dim]({escape(data['rule'])})[/]"
+    if kind == "plan":
+        steps = ", ".join(f"{n['id']}:{n['tool'] or n['agent']}" for n in data["nodes"]) or "no steps"
+        warn = f" [yellow]({len(data['warnings'])} warning(s))[/]" if data["warnings"] else ""
+        return f"[cyan]plan[/] [dim]{data['source']}/{data['format']}[/] {escape(steps)}{warn}"
+    if kind == "node_start":
+        return f"[blue]▶[/] {data['id']} {data['tool']}" + (f" [dim](attempt {data['attempt']})[/]" if data["attempt"] > 1 else "")
+    if kind == "node_done":
+        colour = {"done": "green", "failed": "red", "skipped": "yellow", "cancelled": "yellow"}.get(data["status"], "white")
+        why = f" [dim]{escape(str(data['error'])[:160])}[/]" if data.get("error") else ""
+        return f"[{colour}]■[/] {data['id']} {data['tool']} {data['status']} [dim]{data['duration_ms']:.0f} ms[/]{why}"
+    if kind == "race_won":
+        return f"[magenta]race[/] {data['race_group']}: {data['winner']} ({data['tool']}) won"
+    if kind == "tool_call":
+        shown = data["tool_result"] if data.get("error") is None else f"error: {data['error']}"
+        return f"[cyan]tool[/] {data['tool_name']}({escape(json.dumps(data['params'], ensure_ascii=False))}) → {escape(str(shown)[:200])}"
+    if kind == "rag_result":
+        return f"[cyan]knowledge base[/] {len(data['hits'])} hit(s) for {escape(data['query'])!r}"
+    if kind == "memory":
+        return f"[dim]memory {data['action']}: {escape(data['content'] or '')} {escape(data['reason'] or '')}[/]"
+    if kind == "error":
+        return f"[red]error[/] [dim]({data['where']})[/] {escape(data['message'])}"
+    if kind == "replan":
+        return f"[cyan]replan[/] +{len(data['added'])} ({escape(data['reason'])})"
+    return None
+
+
+@app.command("tools")
+def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """List the tools the agent can use, with their parameters."""
+    from saber.agent import Agent
+
+    settings = _settings()
+
+    async def collect() -> list[dict[str, Any]]:
+        agent = Agent(settings)
+        try:
+            return [t.to_dict() for t in agent.registry.snapshot().values()]
+        finally:
+            await agent.aclose()
+
+    described = asyncio.run(collect())
+    if as_json:
+        out.print(json.dumps(described, ensure_ascii=False, indent=2), markup=False)
+        return
+    table = Table("tool", "parameters", "description", show_lines=False)
+    for t in described:
+        params = ", ".join(f"{p['name']}({p['type']}{', required' if p['required'] else ''})" for p in t["parameters"]) or "—"
+        table.add_row(t["name"], params, t["description"].splitlines()[0] if t["description"] else "")
+    out.print(table)
+
+
+@app.command("config")
+def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Show the effective settings (secrets masked) and where they come from."""
+    settings = _settings()
+    shown = settings.masked()
+    if as_json:
+        out.print(json.dumps({"config_file": str(config_path()), "settings": shown}, ensure_ascii=False, indent=2), markup=False)
+        return
+    path = config_path()
+    out.print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
+    for key, value in shown.items():
+        out.print(f"{key} = {json.dumps(value, ensure_ascii=False)}", markup=False)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the CLI and turn every user error into one line and an exit code."""
+    logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
+    try:
+        app(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.TyperException as exc:
+        err.print(f"saber: error: {exc.format_message()}", markup=False)
+        sys.exit(exc.exit_code if exc.exit_code else 2)
+    except typer.Abort:
+        err.print("saber: aborted", markup=False)
+        sys.exit(130)
+    except CLIError as exc:
+        err.print(f"saber: error: {exc}", markup=False)
+        sys.exit(exc.code)
+    except ConfigError as exc:
+        err.print(f"saber: error: {exc}", markup=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
