@@ -6,7 +6,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from functools import cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 CityNormaliser = Callable[[str], "str | None"]
 
@@ -73,6 +73,11 @@ def _zone_exists(name: str) -> bool:
     return True
 
 
+@cache
+def _zones_by_folded() -> dict[str, str]:
+    return {name.casefold(): name for name in available_timezones()}
+
+
 def _etc_zone(sign_east: bool, hours: int) -> str | None:
     # IANA's Etc zones invert the sign: UTC+8 is Etc/GMT-8.
     if hours == 0:
@@ -96,10 +101,12 @@ def normalise_timezone(raw: str) -> str | None:
     if m:
         hours = int(m.group(2)) if m.group(2).isdigit() else _ZH_NUMBERS[m.group(2)]
         return _etc_zone(m.group(1) == "东", hours)
-    if "/" in value or value.upper() == "UTC":
-        for candidate in (value, "/".join(part[:1].upper() + part[1:] for part in value.split("/"))):
-            if _zone_exists(candidate):
-                return candidate
+    if "/" in value:
+        if _zone_exists(value):
+            return value
+        canonical = _zones_by_folded().get(value.casefold())
+        if canonical:
+            return canonical
     city = _city_timezone(value)
     return city
 

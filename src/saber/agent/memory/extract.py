@@ -25,8 +25,8 @@ FACT_IMPORTANCE = 0.6
 HABIT_IMPORTANCE = 0.5
 MAX_CANDIDATE_CHARS = 300
 
-_LEAD_EN = r"^(?:(?:also|and|btw|by the way|oh|so|well|actually|fyi)[,:]?\s+)*"
-_LEAD_ZH = r"^(?:另外|还有|顺便说一下|顺便|对了|其实|而且)?[,，]?\s*"
+_LEAD_EN = r"^(?P<lead>(?:(?:also|and|btw|by the way|oh|so|well|actually|fyi)[,:]?\s+)*)"
+_LEAD_ZH = r"^(?P<lead>(?:另外|还有|顺便说一下|顺便|对了|其实|而且)?[,，]?\s*)"
 
 # (pattern, importance, keep): with keep="v" only the named group is stored ("remember that X" → X).
 _RULES: list[tuple[re.Pattern[str], float, bool]] = [
@@ -47,7 +47,7 @@ _RULES: list[tuple[re.Pattern[str], float, bool]] = [
 ]
 _SENTENCE_BREAK = re.compile(r"(?<=[。！？!?;；])|\n")
 _QUESTION = re.compile(r"(?:[?？]|吗|呢|么|嘛)\s*$|^\s*(?:do|does|did|am|is|are|can|could|should|would|what|where|who|how|why)\b", re.I)
-_EN_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"'])\.\s+(?=[A-Z])")
+_EN_SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\"'])\.\s+(?=[A-Z]|i\b)")
 
 
 def _sentences(text: str) -> list[str]:
@@ -71,7 +71,7 @@ def extract_memories(user_text: str) -> list[MemoryCandidate]:
             m = pattern.search(sentence)
             if not m:
                 continue
-            text = _tidy(m.group("v") if keep_group else sentence)
+            text = _tidy(m.group("v") if keep_group else sentence[m.end("lead") :])
             if len(text) < 2 or len(text) > MAX_CANDIDATE_CHARS or _QUESTION.search(text):
                 break
             if text.casefold() not in seen:

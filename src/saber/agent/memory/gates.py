@@ -59,8 +59,8 @@ _KEY_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 _NOT_A_VALUE = (
-    r"(?:incorrect|wrong|correct|required|invalid|expired|too\b|not\b|the same|weak|strong|long|short|"
-    r"empty|missing|reset|changed|easy|hard|secure|safe|forgotten|lost)"
+    r"(?:incorrect|wrong|correct|required|invalid|expired|too|not|the same|weak|strong|long|short|"
+    r"empty|missing|reset|changed|easy|hard|secure|safe|forgotten|lost)(?![\w-])"
 )
 _PASSWORD_EN = re.compile(
     rf"(?i)\b(?:password|passwd|passphrase|pwd|passcode|pin(?: code)?)\s*(?:is|was|=|:|：)\s*(?!{_NOT_A_VALUE})\S{{2,}}"
@@ -158,10 +158,11 @@ def _random_token(text: str) -> Rejection | None:
 
 # --- injected instructions -----------------------------------------------------------------------
 
+_QUALIFIER = r"(?:previous|prior|above|earlier|preceding|original|system|existing|former|these|those)"
 _INJECTION_PATTERNS: list[re.Pattern[str]] = [
     re.compile(
-        r"(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|of|the)\s+)*"
-        r"(?:previous|prior|above|earlier|preceding|original|system|existing|former|your|these|those)\s+"
+        rf"(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|of|the)\s+)*"
+        rf"(?:your\s+(?:{_QUALIFIER}\s+)?|(?:my\s+)?{_QUALIFIER}\s+)"
         r"(?:(?:system|safety|old)\s+)?(?:instructions?|prompts?|rules|directives|guidelines|programming|messages)\b"
     ),
     re.compile(r"(?i)\b(?:ignore|disregard)\s+(?:all|any)\s+(?:instructions?|prompts?|rules|directives|guidelines)\b"),
