@@ -292,8 +292,9 @@ class GraphRuntime:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _call(self, node: Node, attempt: int) -> Any:
-        inputs = self._state.inputs(node)
-        params = self._substitute(node.params, {dep: value for (dep, _), value in inputs.items()})
+        inputs = self._state.inputs(node) if node.depends_on else {}
+        # placeholders can only name dependencies: without any, there is nothing to substitute
+        params = self._substitute(node.params, {dep: value for (dep, _), value in inputs.items()}) if inputs else node.params
         if node.type == "sub_agent":
             agent = self.agents.get(node.agent or "")
             if agent is None:
@@ -385,7 +386,7 @@ class GraphRuntime:
             return
         try:
             result = self.on_event(event)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 await result
         except Exception:  # a broken listener must not break the run
             log.exception("event handler failed on %s", event.type)
