@@ -102,7 +102,7 @@ def _tool_rules(query: str, q: str, tools: Mapping[str, Tool], prefs: dict[str, 
             add("get_weather", params)
         else:
             warnings.append("get_weather skipped: no city in the query and no preferred city")
-    searching = _has(q, SEARCH_WORDS)
+    searching = _has(q.replace("怎么样", ""), SEARCH_WORDS)  # "天气怎么样" asks about weather, not how-to
     wants_kb = "rag_search" in tools and (searching or _has(q, KB_WORDS) or not raw)
     racing = "search" if wants_kb and searching and "search_web" in tools else None
     if wants_kb:

@@ -134,7 +134,9 @@ def _resolver(alias: Mapping[str, str], existing: Mapping[str, Node], self_id: s
         if rid is None:
             return None
         target = alias.get(rid) or (rid if rid in existing else None)
-        return None if target == self_id else target
+        if target == self_id:  # a renamed node naming its old id means the existing node of that id
+            return rid if rid in existing and rid != self_id else None
+        return target
 
     return resolve
 

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from saber.planner import rule_plan
+from saber.tools import Tool, tool
+
+
+def _noop(args: dict[str, Any]) -> Any:
+    raise AssertionError("not executed in planning")
+
+
+@tool
+def get_time(timezone: str = "Asia/Shanghai") -> str:
+    """Current time."""
+    raise AssertionError
+
+
+@tool
+def get_weather(city: str, days: int = 1) -> str:
+    """Weather for a city."""
+    raise AssertionError
+
+
+def _tool(name: str) -> Tool:
+    return Tool.from_json_schema(name, name, {"properties": {"query": {"type": "string"}}, "required": ["query"]}, _noop)
+
+
+TOOLS = {"get_time": get_time, "get_weather": get_weather, "search_web": _tool("search_web"), "rag_search": _tool("rag_search")}
+AGENTS = {"research_agent": "r", "writer_agent": "w", "review_agent": "v", "doc_agent": "d"}
+
+
+def _summary(query: str, **kwargs: Any) -> list[tuple[str, str, dict[str, Any], list[str], str | None]]:
+    plan = rule_plan(query, kwargs.pop("tools", TOOLS), agents=kwargs.pop("agents", AGENTS), **kwargs)
+    assert plan.format == "rules"
+    return [(n.id, n.target, n.params, n.depends_on, n.race_group) for n in plan.nodes]
+
+
+def test_weather_and_time_in_chinese_takes_the_city_from_the_query() -> None:
+    assert _summary("北京天气和现在几点") == [
+        ("n1", "get_time", {"timezone": "Asia/Shanghai"}, [], None),
+        ("n2", "get_weather", {"city": "北京", "days": 1}, [], None),
+    ]
+
+
+def test_english_weather_uses_the_english_city_name() -> None:
+    assert _summary("what's the weather in London tomorrow?") == [("n1", "get_weather", {"city": "London", "days": 1}, [], None)]
+
+
+def test_preferences_fill_city_and_timezone() -> None:
+    prefs = {"城市": "杭州", "时区": "Asia/Tokyo"}
+    assert _summary("天气怎么样，现在几点", preferences=prefs) == [
+        ("n1", "get_time", {"timezone": "Asia/Tokyo"}, [], None),
+        ("n2", "get_weather", {"city": "杭州", "days": 1}, [], None),
+    ]
+
+
+def test_weather_without_any_city_is_skipped_with_a_warning() -> None:
+    plan = rule_plan("天气怎么样", {"get_weather": get_weather}, agents=AGENTS)
+    assert plan.nodes == []
+    assert any("no city" in w for w in plan.warnings)
+
+
+def test_city_finder_can_be_injected() -> None:
+    assert _summary("weather at home", city_from_query=lambda q: "Reykjavik") == [
+        ("n1", "get_weather", {"city": "Reykjavik", "days": 1}, [], None)]
+
+
+@pytest.mark.parametrize("query", ["搜索一下 K8s service 是什么", "search what is a k8s service"])
+def test_search_races_the_knowledge_base_against_the_web(query: str) -> None:
+    assert _summary(query) == [
+        ("n1", "rag_search", {"query": query}, [], "search"),
+        ("n2", "search_web", {"query": query}, [], "search"),
+    ]
+
+
+def test_search_alone_does_not_race() -> None:
+    tools = {"search_web": TOOLS["search_web"]}
+    assert _summary("如何学习 Rust", tools=tools) == [("n1", "search_web", {"query": "如何学习 Rust"}, [], None)]
+
+
+def test_a_question_matching_no_rule_asks_the_knowledge_base_only_when_it_exists() -> None:
+    assert _summary("我们的报销上限") == [("n1", "rag_search", {"query": "我们的报销上限"}, [], None)]
+    assert _summary("hello", tools={"get_time": get_time}) == []
+
+
+def test_time_only_query_does_not_touch_the_knowledge_base() -> None:
+    assert [t for _, t, *_ in _summary("现在几点了")] == ["get_time"]
+
+
+def test_research_pipeline_with_save_adds_the_doc_agent() -> None:
+    query = "帮我调研一下 K8s service 的几种类型，写成报告保存"
+    assert _summary(query) == [
+        ("n1", "research_agent", {}, [], None),
+        ("n2", "writer_agent", {}, ["n1"], None),
+        ("n3", "review_agent", {}, ["n2"], None),
+        ("n4", "doc_agent", {}, ["n3"], None),
+    ]
+
+
+def test_research_pipeline_without_save_or_review() -> None:
+    agents = {"research_agent": "r", "writer_agent": "w", "doc_agent": "d"}
+    plan = rule_plan("Research the history of Unicode and write a report", TOOLS, agents=agents)
+    assert [(n.agent, n.depends_on, n.goal) for n in plan.nodes] == [
+        ("research_agent", [], "Research the history of Unicode and write a report"),
+        ("writer_agent", ["n1"], "Research the history of Unicode and write a report"),
+    ]
+
+
+def test_research_words_without_the_agents_fall_back_to_tools() -> None:
+    assert [t for _, t, *_ in _summary("调研一下最新的 AI 新闻", agents={})] == ["rag_search", "search_web"]
