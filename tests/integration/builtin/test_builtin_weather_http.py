@@ -141,3 +141,21 @@ async def test_connection_refused_is_retryable_and_says_unreachable(refused_url:
 
     assert info.value.retryable
     assert "could not be reached" in info.value.message and "unreachable" in info.value.message
+
+
+async def test_builtin_tools_use_the_configured_service_urls(
+    fake_service: FakeService, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from saber.config import Settings
+    from saber.tools.builtin import builtin_tools
+
+    monkeypatch.setenv("SABER_HOME", str(tmp_path))
+    fake_service.routes[GEO] = Route(body={"results": [{"name": "Reykjavík", "latitude": 64.1355, "longitude": -21.8954,
+                                                        "country": "Iceland"}]})
+    fake_service.routes[FORECAST] = Route(body=forecast_body(temperature_2m=1.15, weather_code=0))
+    settings = Settings(weather_geocoding_url=fake_service.url(GEO), weather_forecast_url=fake_service.url(FORECAST))
+    weather = next(t for t in builtin_tools(settings) if t.name == "get_weather")
+
+    text = await weather.run({"city": "Reykjavik"})
+
+    assert "Reykjavík, Iceland" in text and "1.15 °C" in text and "clear sky" in text
