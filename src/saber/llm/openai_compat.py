@@ -66,6 +66,16 @@ class OpenAIChatModel:
         )
         self.endpoint = str(self.client.base_url).rstrip("/")
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections. Call it (or use ``async with``) before the event loop ends."""
+        await self.client.close()
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     # -- requests -----------------------------------------------------------------------------
 
     def _params(

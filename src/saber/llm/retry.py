@@ -44,6 +44,12 @@ class RetryingModel:
         self.jitter = jitter
         self._sleep = sleep
 
+    async def aclose(self) -> None:
+        """Close the wrapped model's connections, if it holds any."""
+        aclose = getattr(self.wrapped, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry`` (1-based)."""
         full = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))

@@ -293,11 +293,10 @@ class FakeOpenAIServer:
             handler.send_header("Content-Type", "text/event-stream")
             handler.send_header("Cache-Control", "no-cache")
             writer = _ChunkedWriter(handler)
-            first = True
-            for event in self._stream_events(body, reply, number):
-                if not first and not self._wait(handler, reply.chunk_delay):
+            # chunk_delay applies between content chunks, not after the opening role chunk.
+            for position, event in enumerate(self._stream_events(body, reply, number)):
+                if position > 1 and not self._wait(handler, reply.chunk_delay):
                     return
-                first = False
                 writer.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n")
             writer.write("data: [DONE]\n\n")
             writer.close()
