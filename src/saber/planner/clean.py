@@ -23,6 +23,8 @@ _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n`]*\n?(.*?)(?:```|\Z)", re.S)
 
 def strip_reasoning(text: str) -> tuple[str, bool]:
     """Text without ``<think>…</think>`` blocks (also a lone closing tag); True when any was removed."""
+    if "<" not in text:
+        return text, False
     cleaned = _THINK.sub("", text)
     cleaned = _THINK_CLOSE.sub("", cleaned)  # "...reasoning</think>[...]" (opening tag eaten by the server)
     cleaned = _THINK_OPEN.sub("", cleaned)  # an unclosed block: keep its text, the plan may be inside
@@ -30,6 +32,8 @@ def strip_reasoning(text: str) -> tuple[str, bool]:
 
 
 def strip_template_tokens(text: str) -> str:
+    if "<" not in text:
+        return text
     return _TEMPLATE_TOKENS.sub("", text)
 
 

@@ -163,7 +163,7 @@ def _check(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str],
     if item.kind == "sub_agent":
         item.params = params
         return None
-    deferred = {k for k, v in params.items() if set(references(v)) & set(item.refs)}
+    deferred = {k for k, v in params.items() if set(references(v)) & set(item.refs)} if item.refs else set()
     checked, problem = _validate_args(tools[item.name], params, deferred)
     if checked is None:
         return problem
@@ -273,6 +273,8 @@ def _resolve_deps(item: _Work, alias: Mapping[str, str], existing: Mapping[str, 
 
 def _break_cycles(kept: list[_Work], warnings: list[str]) -> None:
     """Remove, for each cycle, the edge that closes it: the one pointing forward in plan order."""
+    if not any(i.deps for i in kept):
+        return
     by_id = {i.id: i for i in kept}
     order = {i.id: n for n, i in enumerate(kept)}
     for _ in range(sum(len(i.deps) for i in kept)):
