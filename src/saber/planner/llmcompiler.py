@@ -19,10 +19,6 @@ _LINE = re.compile(r"^\s*(?:Step\s*)?(\d+)[.):]\s*([A-Za-z_][\w.-]*)\s*\((.*)\)\
 _BARE_REF = re.compile(r"(?<![\"'\w$])\$\{?(\d+)\}?")
 
 
-def looks_like_llmcompiler(text: str) -> bool:
-    return sum(1 for line in text.splitlines() if _LINE.match(line)) >= 1
-
-
 def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> list[RawNode] | None:
     """Raw nodes of a numbered plan, or None when ``text`` has no numbered call."""
     nodes: list[RawNode] = []
