@@ -12,6 +12,7 @@ Every failure becomes a one-line ``ModelError`` naming the endpoint.
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 from collections.abc import AsyncIterator, Sequence
@@ -36,7 +37,7 @@ from saber.tools.base import Tool
 
 _NO_KEY = "sk-no-key"
 """Sent when no key is configured: local servers (Ollama, vLLM, llama.cpp) ignore it, and the
-client refuses to start without one."""
+client refuses to start without one; a real provider answers 401, which names the problem."""
 
 
 class OpenAIChatModel:
@@ -61,6 +62,10 @@ class OpenAIChatModel:
         self.temperature = temperature
         self.timeout = timeout
         self._stream_usage = stream_usage
+        if not api_key and base_url is None:
+            # OpenAI itself: fall back to the usual variable. Never for another base_url, where it
+            # would hand the user's OpenAI key to a third party.
+            api_key = os.environ.get("OPENAI_API_KEY")
         self.client = client or AsyncOpenAI(
             base_url=base_url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0
         )

@@ -168,7 +168,7 @@ async def test_stream_parallel_calls_all_at_index_zero_without_ids(server: FakeO
 
 
 async def test_stream_falls_back_when_stream_options_is_rejected() -> None:
-    with FakeOpenAIServer(reject_params=["stream_options"]) as server:
+    async with FakeOpenAIServer(reject_params=["stream_options"]) as server:
         server.queue("first answer", "second answer")
         model = new_model(server.base_url)
         first = await collect(model.stream([Message.user("x")]))

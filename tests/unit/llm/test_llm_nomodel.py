@@ -126,3 +126,12 @@ def test_factory_with_a_model_gives_a_retrying_openai_model() -> None:
     assert inner.client.api_key == "sk-test-123"
     assert inner.client.max_retries == 0
     assert not is_no_model(model)
+
+
+def test_openai_key_from_the_environment_only_goes_to_openai(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAIChatModel("gpt-4o-mini").client.api_key == "sk-from-env"
+    other = OpenAIChatModel("deepseek-chat", base_url="http://127.0.0.1:9/v1")
+    assert other.client.api_key != "sk-from-env"
+    assert OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", api_key="sk-given").client.api_key == "sk-given"
