@@ -81,6 +81,7 @@ class Agent:
     ) -> None:
         self.settings = settings or Settings.load()
         self.settings.home.mkdir(parents=True, exist_ok=True)
+        self._owns_model = model is None
         self.model = model or model_from_settings(self.settings)
         registry = ToolRegistry(builtin_tools(self.settings) if builtin else ())
         engine = knowledge or engine_from_settings(self.settings)
@@ -123,7 +124,9 @@ class Agent:
     ) -> AsyncIterator[Event]:
         """Run one request, yielding its events; the last one is ``done``.
 
-        Leaving the loop early cancels the request.
+        Closing the stream early cancels the request: use ``contextlib.aclosing(agent.stream(...))``
+        to have that happen when the loop is left (otherwise it happens when the generator is
+        garbage-collected).
         """
         if not query or not query.strip():
             raise ValueError("query must not be empty")
@@ -168,17 +171,24 @@ class Agent:
     def running(self, user_id: str | None = None) -> list[str]:
         return [tid for tid, r in self._requests.items() if user_id is None or r.user_id == user_id]
 
-    async def aclose(self) -> None:
-        """Wait for background work, then close the stores."""
+    async def drain(self) -> None:
+        """Wait for the background work started so far (memory extraction, bus subscribers)."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.bus.drain()
+
+    async def aclose(self) -> None:
+        """Wait for background work, then close the stores."""
+        await self.drain()
         if self.services.memory is not None:
             self.services.memory.close()
         if self.services.checkpoints is not None:
             await self.services.checkpoints.close()
         if self.services.knowledge is not None:
             self.services.knowledge.close()
+        close_model = getattr(self.model, "aclose", None)
+        if self._owns_model and close_model is not None:
+            await close_model()
 
     # -- one request ----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Routing: pick chat, tool, rag or react for a query without calling a model.
 
 Routing sits on every request, so it must be fast, cheap and predictable: keyword rules in
-Chinese and English, kept in the tables below so they are easy to read and extend. Each decision
+Chinese and English, kept in one table (``NEEDS`` below, over ``saber.planner.keywords``) so
+they are easy to read and extend. Each decision
 names the rule that fired; the ``route`` event carries it to the user.
 """
 
@@ -11,6 +12,8 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from saber.planner import keywords as kw
 
 Mode = Literal["chat", "tool", "rag", "react"]
 MODES: tuple[Mode, ...] = ("chat", "tool", "rag", "react")
@@ -25,29 +28,14 @@ class Need:
     tool: str | None
 
 
-def _words(*alternatives: str) -> re.Pattern[str]:
-    """Chinese alternatives match as substrings; ASCII ones on word boundaries ("time" not in "sometimes")."""
-    parts = [re.escape(a) if not a.isascii() else rf"\b{re.escape(a)}\b" for a in alternatives]
-    return re.compile("|".join(parts), re.IGNORECASE)
-
-
 NEEDS: tuple[Need, ...] = (
-    Need(name="time", tool="get_time", pattern=_words(
-        "几点", "时间", "日期", "星期几", "时区", "what time", "time is it", "current time", "time in", "date today", "timezone",
-    )),
-    Need(name="weather", tool="get_weather", pattern=_words(
-        "天气", "气温", "下雨", "下雪", "温度", "weather", "temperature", "forecast", "raining", "rain",
-    )),
-    Need(name="search", tool="search_web", pattern=_words(
-        "搜索", "搜一下", "查一下", "查查", "查询", "帮我查", "最新", "新闻", "search", "look up", "google", "news", "latest",
-    )),
-    Need(name="summary", tool=None, pattern=_words("总结", "汇总", "summarize", "summarise", "summary")),
+    Need(name="time", tool="get_time", pattern=kw.TIME),
+    Need(name="weather", tool="get_weather", pattern=kw.WEATHER),
+    Need(name="search", tool="search_web", pattern=kw.SEARCH),
+    Need(name="summary", tool=None, pattern=kw.SUMMARY),
 )
-"""A query with two or more needs is a multi-step task (react); exactly one tool need is tool mode."""
-
-RESEARCH = _words("调研", "研究", "research", "investigate")
-DOCUMENT = _words("报告", "文档", "方案", "report", "document", "proposal", "write-up")
-PRODUCE = _words("写", "生成", "总结", "保存", "整理", "write", "generate", "draft", "save", "create", "produce")
+"""A query with two or more needs is a multi-step task (react); exactly one tool need is tool mode.
+The keywords themselves are in ``saber.planner.keywords``, shared with the rule planner."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -73,11 +61,6 @@ def find_needs(query: str) -> list[Need]:
     return [need for need in NEEDS if need.pattern.search(query)]
 
 
-def is_research_request(query: str) -> bool:
-    """调研/研究, or a report/document/plan to write, generate, summarise or save."""
-    return bool(RESEARCH.search(query) or (DOCUMENT.search(query) and PRODUCE.search(query)))
-
-
 def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None) -> RouteDecision:
     """Decide the mode for ``query`` given the available tool names and whether the knowledge base has chunks."""
     options = options or RouteOptions()
@@ -87,7 +70,7 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
         return RouteDecision(mode=options.mode, rule=f"explicit:mode={options.mode}", tools=list(options.selected_tools or tools), needs=need_names)
     if options.selected_tools:
         selected = list(options.selected_tools)
-        if len(selected) > 1 or len(needs) > 1 or is_research_request(query):
+        if len(selected) > 1 or len(needs) > 1 or kw.is_research_request(query):
             return RouteDecision(mode="react", rule=f"explicit:tools({len(selected)})", tools=selected, needs=need_names)
         return RouteDecision(mode="tool", rule=f"explicit:tool({selected[0]})", tools=selected, needs=need_names)
     if options.use_rag and knowledge_loaded:
@@ -98,7 +81,7 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
 def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool) -> RouteDecision:
     names = [n.name for n in needs]
     available = list(tools)
-    if is_research_request(query):
+    if kw.is_research_request(query):
         return RouteDecision(mode="react", rule="keywords:react(research/report)", tools=available, needs=names)
     if len(needs) >= 2:
         return RouteDecision(mode="react", rule=f"keywords:react({'+'.join(names)})", tools=available, needs=names)

@@ -40,7 +40,7 @@ def _summary(query: str, **kwargs: Any) -> list[tuple[str, str, dict[str, Any], 
 
 def test_weather_and_time_in_chinese_takes_the_city_from_the_query() -> None:
     assert _summary("北京天气和现在几点") == [
-        ("n1", "get_time", {"timezone": "Asia/Shanghai"}, [], None),
+        ("n1", "get_time", {"timezone": "北京"}, [], None),
         ("n2", "get_weather", {"city": "北京", "days": 1}, [], None),
     ]
 
@@ -90,13 +90,27 @@ def test_time_only_query_does_not_touch_the_knowledge_base() -> None:
     assert [t for _, t, *_ in _summary("现在几点了")] == ["get_time"]
 
 
+@pytest.mark.parametrize(("query", "zone"), [("东京现在几点", "东京"), ("what time is it in New York", "New York")])
+def test_time_takes_the_city_from_the_query(query: str, zone: str) -> None:
+    assert _summary(query) == [("n1", "get_time", {"timezone": zone}, [], None)]
+
+
+def test_time_falls_back_to_the_preferred_city() -> None:
+    assert _summary("现在几点", preferences={"city": "Tokyo"}) == [("n1", "get_time", {"timezone": "Tokyo"}, [], None)]
+
+
+def test_how_is_the_weather_is_not_a_search() -> None:
+    assert [t for _, t, *_ in _summary("北京天气怎么样")] == ["get_weather"]
+    assert [t for _, t, *_ in _summary("现在几点，北京天气如何")] == ["get_time", "get_weather"]
+
+
 def test_research_pipeline_with_save_adds_the_doc_agent() -> None:
     query = "帮我调研一下 K8s service 的几种类型，写成报告保存"
     assert _summary(query) == [
         ("n1", "research_agent", {}, [], None),
         ("n2", "writer_agent", {}, ["n1"], None),
         ("n3", "review_agent", {}, ["n2"], None),
-        ("n4", "doc_agent", {}, ["n3"], None),
+        ("n4", "doc_agent", {}, ["n2", "n3"], None),
     ]
 
 

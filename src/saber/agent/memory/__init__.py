@@ -7,6 +7,7 @@ from saber.agent.memory.extract import ModelMemoryExtractor, extract_memories, p
 from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.agent.memory.history import ShortTermHistory
 from saber.agent.memory.longterm import (
+    SUGGESTED_MIN_RELEVANCE,
     AddOutcome,
     LongTermMemory,
     MemoryCandidate,
@@ -27,6 +28,7 @@ from saber.agent.memory.store import HistoryEntry, MemoryRecord, MemoryStore, Me
 
 __all__ = [
     "PREFERENCE_KEYS",
+    "SUGGESTED_MIN_RELEVANCE",
     "AddOutcome",
     "HistoryEntry",
     "LongTermMemory",

@@ -32,6 +32,17 @@ DEFAULT_MERGE_THRESHOLD = 0.97
 0.93-0.96 ("我喜欢喝茶" / "我喜欢喝咖啡": 0.959), so the often-quoted 0.92 would merge them."""
 DEFAULT_HALF_LIFE_DAYS = 30.0
 MAX_MEMORY_CHARS = 500
+SUGGESTED_MIN_RELEVANCE = 0.03
+"""For the bundled E5 model: related memories measured 0.03-0.11 above the baseline, unrelated
+ones at most 0.023 (tea / pets / allergies / birthdays / jobs against weather, time, greetings,
+coding and research queries, Chinese and English)."""
+
+# Sentences about nothing in particular: how similar a query is to them is its baseline.
+_ANCHORS = (
+    "今天是星期一", "这是一句普通的话", "我去了商店", "他们在开会", "我有一个朋友",
+    "The sky is blue", "I went to the store", "This is an ordinary sentence",
+    "The meeting starts at noon", "I like things",
+)
 _LOCK_STRIPES = 64
 
 
@@ -61,6 +72,10 @@ class RecalledMemory:
     record: MemoryRecord
     similarity: float
     """Cosine similarity of the query and the memory, -1..1."""
+    relevance: float
+    """similarity minus the query's baseline (its similarity to sentences about nothing in
+    particular): small embedders put every pair of short texts at 0.75-0.85, so an absolute
+    threshold cannot tell related from unrelated; the margin over the baseline can."""
     score: float
     """similarity × weight(importance, recency): what recall ranks by."""
 
@@ -102,6 +117,14 @@ class LongTermMemory:
         self._clock = clock
         # Find-duplicate-then-insert must not interleave for one user; striped locks bound memory.
         self._locks = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
+        self._anchors: npt.NDArray[np.float32] | None = None
+
+    def baseline(self, query_vector: npt.NDArray[np.float32]) -> float:
+        """Mean of the query's three highest similarities to the neutral anchor sentences."""
+        if self._anchors is None:
+            self._anchors = self.embedder.embed_documents(list(_ANCHORS))
+        sims = np.sort(self._anchors @ query_vector)
+        return float(sims[-3:].mean())
 
     def _lock_for(self, user_id: str) -> threading.Lock:
         return self._locks[zlib.crc32(user_id.encode()) % _LOCK_STRIPES]
@@ -165,8 +188,12 @@ class LongTermMemory:
 
     # --- reading -----------------------------------------------------------------------------
 
-    def recall(self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0) -> list[RecalledMemory]:
-        """The ``k`` memories with the highest score for ``query``; recalled ones count as used now."""
+    def recall(
+        self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0, min_relevance: float | None = None
+    ) -> list[RecalledMemory]:
+        """The ``k`` memories with the highest score for ``query``, optionally only those at least
+        ``min_similarity`` similar and ``min_relevance`` above the baseline (see ``RecalledMemory``).
+        Recalled memories count as used now."""
         check_user_id(user_id)
         if k <= 0 or not query.strip():
             return []
@@ -174,16 +201,16 @@ class LongTermMemory:
         if not records:
             return []
         q = self.embedder.embed_query(query)
-        matrix = np.stack([r.vector for r in records])
-        sims = matrix @ q
+        base = self.baseline(q)
+        sims = np.stack([r.vector for r in records]) @ q
         now = self._clock()
         scored = [
             RecalledMemory(
-                record=r, similarity=float(s),
+                record=r, similarity=float(s), relevance=float(s) - base,
                 score=float(s) * memory_weight(r.importance, now - r.last_used_at, self.half_life_days),
             )
             for r, s in zip(records, sims, strict=True)
-            if float(s) >= min_similarity
+            if float(s) >= min_similarity and (min_relevance is None or float(s) - base >= min_relevance)
         ]
         scored.sort(key=lambda m: m.score, reverse=True)
         top = scored[:k]

@@ -240,9 +240,15 @@ class MemoryService:
         outcomes = await asyncio.to_thread(self.longterm.add_many, user_id, candidates)
         return _dedupe([_outcome_result(o) for o in outcomes])
 
-    async def recall(self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0) -> list[RecalledMemory]:
+    async def recall(
+        self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0, min_relevance: float | None = None
+    ) -> list[RecalledMemory]:
+        """The user's ``k`` best memories for ``query``. For context in a prompt, pass
+        ``min_relevance=SUGGESTED_MIN_RELEVANCE`` so unrelated memories stay out."""
         check_user_id(user_id)
-        return await asyncio.to_thread(self.longterm.recall, user_id, query, k, min_similarity=min_similarity)
+        return await asyncio.to_thread(
+            self.longterm.recall, user_id, query, k, min_similarity=min_similarity, min_relevance=min_relevance
+        )
 
     async def memories(self, user_id: str) -> list[MemoryRecord]:
         check_user_id(user_id)
