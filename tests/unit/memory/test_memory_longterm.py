@@ -8,7 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from saber.agent.memory.longterm import LongTermMemory, MemoryCandidate, memory_weight
+from saber.agent.memory.longterm import (
+    SUGGESTED_MIN_RELEVANCE,
+    LongTermMemory,
+    MemoryCandidate,
+    memory_weight,
+)
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.rag.embedder import LocalE5Embedder, Vectors
 
@@ -210,3 +215,28 @@ def test_bad_arguments_are_clear(memory: LongTermMemory, sqlite_store: SQLiteMem
         LongTermMemory(sqlite_store, embedder, merge_threshold=1.5)
     assert memory.recall("u1", "   ") == []
     assert memory.recall("u1", "tea", k=0) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("北京天气怎么样", []),
+        ("现在几点", []),
+        ("你好", []),
+        ("帮我调研一下 K8s service 的几种类型", []),
+        ("can I eat peanut butter", ["I am allergic to peanuts"]),
+        ("when is my sister's birthday", ["my sister's birthday is May 3rd"]),
+        ("推荐一个喝的", ["我喜欢喝茶"]),
+    ],
+)
+def test_relevance_keeps_unrelated_memories_out(memory: LongTermMemory, query: str, expected: list[str]) -> None:
+    memory.add_many("u1", [MemoryCandidate(text=t) for t in (
+        "我喜欢喝茶", "I am allergic to peanuts", "my sister's birthday is May 3rd", "我是一名程序员",
+    )])
+    hits = memory.recall("u1", query, k=3, min_relevance=SUGGESTED_MIN_RELEVANCE)
+    assert [h.text for h in hits][: len(expected) or None] == expected
+    everything = memory.recall("u1", query, k=10)
+    assert len(everything) == 4  # without the filter every memory comes back, ranked
+    baseline = memory.baseline(memory.embedder.embed_query(query))
+    for hit in everything:
+        assert hit.relevance == pytest.approx(hit.similarity - baseline)
