@@ -19,6 +19,7 @@ from typing import Any
 from saber.agent.context import Turn
 from saber.agent.memory import MemoryService
 from saber.agent.memory.gates import check_memory_text
+from saber.agent.memory.longterm import SUGGESTED_MIN_RELEVANCE
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
 from saber.agent.modes.react import run_react
@@ -78,7 +79,14 @@ class Agent:
         checkpoints: CheckpointStore | None = None,
         sub_agents: dict[str, SubAgentBase] | None = None,
         bus: EventBus | None = None,
+        memory_model: ChatModel | None = None,
     ) -> None:
+        """Everything not given is built from ``settings``.
+
+        ``memory_model`` does the background preference and memory extraction. By default that
+        is the agent's own model when the agent built it from settings; a model passed in (a
+        ``ScriptedModel`` in tests, say) is never called behind the caller's back.
+        """
         self.settings = settings or Settings.load()
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self._owns_model = model is None
@@ -89,13 +97,14 @@ class Agent:
             registry.register(t)
         for t in tools:
             registry.register(t)
-        background_model = None if is_no_model(self.model) else self.model
+        if memory_model is None and self._owns_model and not is_no_model(self.model):
+            memory_model = self.model
         self.services = Services(
             settings=self.settings,
             registry=registry,
             bus=bus or EventBus(),
             knowledge=engine,
-            memory=memory or MemoryService.from_settings(self.settings, embedder=engine.embedder, model=background_model),
+            memory=memory or MemoryService.from_settings(self.settings, embedder=engine.embedder, model=memory_model),
             checkpoints=checkpoints or _checkpoint_store(self.settings),
             sub_agents=default_sub_agents() if sub_agents is None else sub_agents,
         )
@@ -237,10 +246,10 @@ class Agent:
         _, results = await memory.update_preferences(turn.user_id, turn.query)
         for result in results:
             await turn.emit(result.to_event())
-        if turn.has_model:
+        if memory.model is not None:
             self._background_task(self._learn_preferences(turn.user_id, turn.query))
         turn.preferences = await memory.preferences(turn.user_id)
-        recalled = await memory.recall(turn.user_id, turn.query, 3, min_similarity=0.8)
+        recalled = await memory.recall(turn.user_id, turn.query, 3, min_relevance=SUGGESTED_MIN_RELEVANCE)
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))
@@ -276,7 +285,7 @@ class Agent:
         if memory is not None:
             await memory.append_history(turn.user_id, "assistant", answer)
             if remember:
-                self._background_task(self._remember(turn.user_id, turn.query, answer, use_model=turn.has_model))
+                self._background_task(self._remember(turn.user_id, turn.query, answer))
         self.bus.publish("agent.chat", {
             "task_id": turn.task_id, "user_id": turn.user_id, "query": turn.query, "answer": answer,
             "mode": turn.route.mode if turn.route else None, "usage": turn.usage.to_dict(),
@@ -298,12 +307,12 @@ class Agent:
             for r in results:
                 self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
 
-    async def _remember(self, user_id: str, query: str, answer: str, *, use_model: bool) -> None:
+    async def _remember(self, user_id: str, query: str, answer: str) -> None:
         memory = self.services.memory
         if memory is None:
             return
         with _logged("memory extraction"):
-            for r in await memory.remember_turn(user_id, query, answer, use_model=use_model):
+            for r in await memory.remember_turn(user_id, query, answer):
                 self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
 
 
