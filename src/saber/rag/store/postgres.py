@@ -58,6 +58,15 @@ class PostgresStore(SqlStore):
     def _vector_param(self, vector: Vectors) -> Any:
         return np.asarray(vector, dtype=np.float32)
 
+    def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
+        """COPY (binary): about 3x the rate of row inserts, most of the cost being HNSW index upkeep."""
+        with cur.copy(
+            "COPY rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "int4", "int4", "text", "text", "vector"])
+            for row in rows:
+                copy.write_row(row)
+
     def _is_unique_violation(self, exc: Exception) -> bool:
         import psycopg.errors
 

@@ -206,17 +206,20 @@ class SqlStore(ABC):
             self._sql("INSERT INTO rag_sections (document_id, ordinal, text) VALUES (?, ?, ?)"),
             [(doc_id, i, text) for i, text in enumerate(sections)],
         )
+        self._insert_chunk_rows(cur, [
+            (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), self._vector_param(vectors[i]))
+            for i, c in enumerate(chunks)
+        ])
+        self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
+
+    def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         cur.executemany(
             self._sql(
                 "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) "
                 "VALUES (?, ?, ?, ?, ?, ?)"
             ),
-            [
-                (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), self._vector_param(vectors[i]))
-                for i, c in enumerate(chunks)
-            ],
+            rows,
         )
-        self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
 
     def get_document(self, document_id: str) -> Document:
         with self._cursor() as cur:
