@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 
 from saber.graph.node import Node, NodeStatus
@@ -84,10 +85,10 @@ class TaskGraph:
     def topological_order(self) -> list[str]:
         indegree = {n: sum(1 for d in node.depends_on if d in self.nodes) for n, node in self.nodes.items()}
         dependents = self.dependents()
-        ready = [n for n, deg in indegree.items() if deg == 0]
+        ready = deque(n for n, deg in indegree.items() if deg == 0)
         order: list[str] = []
         while ready:
-            current = ready.pop(0)
+            current = ready.popleft()
             order.append(current)
             for child in dependents[current]:
                 indegree[child] -= 1
