@@ -111,9 +111,22 @@ class Settings(BaseSettings):
     graph_step_timeout: float = 30.0
     graph_sub_agent_timeout: float = 300.0
     graph_max_replan: int = Field(0, ge=0)
+    """Replans a task may make after a failure or when its graph drains (0 = off)."""
+    graph_replan_max_nodes: int = Field(3, ge=1)
+    """Nodes one replan may add."""
+    graph_hedge: float | None = Field(None, ge=0)
+    """Seconds before each further racer of a race group starts (None starts them together)."""
+    graph_on_failure: Literal["skip", "continue"] = "skip"
+    """skip: dependents of a failed node are skipped; continue: they run with the failure as input."""
 
-    # agent
+    # agent and memory
     history_turns: int = Field(20, ge=1)
+    memory_merge_threshold: float = Field(0.97, gt=0, le=1)
+    """Cosine similarity at or above which a new memory updates an old one instead of being added."""
+    memory_half_life_days: float = Field(30.0, gt=0)
+    """Recency weight of a memory halves every this many days."""
+    memory_min_relevance: float = 0.03
+    """How far above its similarity to neutral sentences a memory must score to be recalled."""
 
     @field_validator("llm_base_url", "llm_model", "database_url", "redis_url", "searxng_url", "embedding_base_url", mode="before")
     @classmethod

@@ -19,7 +19,6 @@ from typing import Any
 from saber.agent.context import Turn
 from saber.agent.memory import MemoryService
 from saber.agent.memory.gates import check_memory_text
-from saber.agent.memory.longterm import SUGGESTED_MIN_RELEVANCE
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
 from saber.agent.modes.react import run_react
@@ -249,7 +248,7 @@ class Agent:
         if memory.model is not None:
             self._background_task(self._learn_preferences(turn.user_id, turn.query))
         turn.preferences = await memory.preferences(turn.user_id)
-        recalled = await memory.recall(turn.user_id, turn.query, 3, min_relevance=SUGGESTED_MIN_RELEVANCE)
+        recalled = await memory.recall(turn.user_id, turn.query, 3, min_relevance=self.settings.memory_min_relevance)
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))

@@ -41,6 +41,8 @@ class Services:
             "step_timeout_ms": s.graph_step_timeout * 1000,
             "sub_agent_timeout_ms": s.graph_sub_agent_timeout * 1000,
             "max_replan": s.graph_max_replan,
+            "hedge_ms": s.graph_hedge * 1000 if s.graph_hedge is not None else None,
+            "on_failure": s.graph_on_failure,
         }
         values.update(overrides)
         return GraphConfig(**values)  # type: ignore[arg-type]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from saber.agent import Agent
+from saber.config import Settings
 from saber.events import Done, NodeDone, NodeStart, Plan, RagResult, Route, Token, ToolCallEvent
 from saber.llm.types import Completion, Usage
 from saber.testing import ScriptedModel
@@ -154,3 +156,26 @@ async def test_done_comes_last_and_once(make_agent: Callable[..., Agent]) -> Non
     agent = make_agent(ScriptedModel(["ok"]))
     events = [e async for e in agent.stream("hello", user_id="u1")]
     assert [isinstance(e, Done) for e in events].count(True) == 1 and isinstance(events[-1], Done)
+
+
+async def test_react_replans_after_a_failure_when_enabled(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    from saber.events import Replan
+    from saber.tools import ToolError
+
+    @tool(name="search_web")
+    def broken_search(query: str) -> str:
+        """Web search that is down."""
+        raise ToolError("search backend is down")
+
+    plan = '[{"id": "n1", "tool": "search_web", "params": {"query": "time in Tokyo"}}]'
+    replan = '[{"id": "n2", "tool": "get_time", "params": {"timezone": "Asia/Tokyo"}}]'
+    model = ScriptedModel([plan, replan, "It is 12:00 in Tokyo."])
+    agent = make_agent(model, builtin=False, tools=[broken_search, zone_time],
+                       settings=Settings(home=tmp_path, search_backend="none", graph_max_replan=1, graph_retry_delay=0))
+    answer = await agent.ask("search the time in Tokyo", user_id="u1", mode="react")
+    replans = [e for e in answer.events if isinstance(e, Replan)]
+    assert len(replans) == 1 and replans[0].added == ["n2"] and replans[0].max == 1
+    done = {e.id: e.status for e in answer.events if isinstance(e, NodeDone)}
+    assert done == {"n1": "failed", "n2": "done"}
+    assert "12:00 in Asia/Tokyo" in model.calls[2].prompt
+    model.assert_complete()

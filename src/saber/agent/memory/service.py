@@ -111,6 +111,8 @@ class MemoryService:
         embedder: Embedder | None = None,
         model: ChatModel | None = None,
         history_window: int = DEFAULT_WINDOW,
+        merge_threshold: float = DEFAULT_MERGE_THRESHOLD,
+        half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
     ) -> MemoryService:
         """PostgreSQL when ``database_url`` is given, else SQLite at ``home/saber.db``."""
         from saber.rag.embedder import LocalE5Embedder
@@ -125,7 +127,8 @@ class MemoryService:
             from saber.config import default_home
 
             store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db")
-        return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window)
+        return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window,
+                   merge_threshold=merge_threshold, half_life_days=half_life_days)
 
     @classmethod
     def from_settings(
@@ -134,6 +137,7 @@ class MemoryService:
         return cls.open(
             home=settings.home, database_url=settings.database_url, embedder=embedder,
             model=model, history_window=settings.history_turns,
+            merge_threshold=settings.memory_merge_threshold, half_life_days=settings.memory_half_life_days,
         )
 
     def close(self) -> None:

@@ -81,7 +81,7 @@ async def run_graph(turn: Turn, nodes: Sequence[Node]) -> RunResult:
     agents = {name: agent.bind(turn) for name, agent in services.sub_agents.items()}
     replanner = None
     if config.max_replan > 0 and turn.has_model:
-        budget = ReplanBudget(max_replans=config.max_replan)
+        budget = ReplanBudget(max_replans=config.max_replan, max_new_nodes=services.settings.graph_replan_max_nodes)
         descriptions = services.agent_descriptions()
 
         async def replanner_fn(request: ReplanRequest) -> Sequence[Node]:
