@@ -172,14 +172,14 @@ class Settings(BaseSettings):
                 raw = value.get_secret_value()
                 value = f"{raw[:3]}…{raw[-4:]}" if len(raw) > 12 else "***"
             elif name in ("database_url", "redis_url") and isinstance(value, str):
-                value = _mask_url(value)
+                value = mask_url(value)
             elif isinstance(value, Path):
                 value = str(value)
             out[name] = value
         return out
 
 
-def _mask_url(url: str) -> str:
+def mask_url(url: str) -> str:
     """Hide the password in ``scheme://user:password@host``."""
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)

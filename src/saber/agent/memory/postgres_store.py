@@ -16,6 +16,7 @@ from psycopg import errors as pg_errors
 
 from saber.agent.memory._sql import Cursor, SQLMemoryStore, iter_statements
 from saber.agent.memory.store import MemoryStoreError
+from saber.config import mask_url
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mem_history (
@@ -48,16 +49,6 @@ CREATE TABLE IF NOT EXISTS mem_memories (
     UNIQUE (user_id, norm)
 )
 """
-
-
-def mask_url(url: str) -> str:
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            creds = creds.split(":", 1)[0] + ":***"
-        return f"{scheme}://{creds}@{host}"
-    return url
 
 
 class PostgresMemoryStore(SQLMemoryStore):
