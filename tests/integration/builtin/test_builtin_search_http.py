@@ -127,6 +127,7 @@ async def test_auto_prefers_tavily_then_falls_back_to_searxng(fake_service: Fake
 
     assert [s.path for s in fake_service.seen] == [TAVILY, "/search"]
     assert "SearXNG" in text.splitlines()[0] and "Searx 1" in text
+    assert "Tavily failed" in text.splitlines()[-1] and "HTTP 503" in text.splitlines()[-1]
 
 
 async def test_auto_reports_every_backend_when_none_answers(

@@ -133,19 +133,23 @@ class DdgsBackend:
     label: str = "DuckDuckGo"
 
     def _search_sync(self, query: str, max_results: int) -> list[dict[str, Any]]:
+        def short(exc: BaseException) -> str:
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            return text if len(text) <= 240 else text[:239] + "…"
+
         try:
             return DDGS(timeout=max(1, round(self.timeout))).text(query, max_results=max_results)
         except RatelimitException as exc:
-            raise ToolError(f"DuckDuckGo search is rate-limiting requests ({exc}); try again later",
+            raise ToolError(f"DuckDuckGo search is rate-limiting requests ({short(exc)}); try again later",
                             retryable=True) from None
         except TimeoutException as exc:
-            raise ToolError(f"DuckDuckGo search could not be reached: timed out ({exc})", retryable=True) from None
+            raise ToolError(f"DuckDuckGo search could not be reached: timed out ({short(exc)})", retryable=True) from None
         except DDGSException as exc:
             if str(exc).startswith("No results found"):  # every engine answered, with nothing
                 return []
-            raise ToolError(f"DuckDuckGo search could not be reached: {exc}", retryable=True) from None
+            raise ToolError(f"DuckDuckGo search could not be reached: {short(exc)}", retryable=True) from None
         except OSError as exc:
-            raise ToolError(f"DuckDuckGo search could not be reached: {exc}", retryable=True) from None
+            raise ToolError(f"DuckDuckGo search could not be reached: {short(exc)}", retryable=True) from None
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
         try:
@@ -236,7 +240,10 @@ async def run_search(backends: list[SearchBackend], query: str, max_results: int
         except ToolError as exc:
             failures.append(exc)
             continue
-        return format_hits(query, hits, backend.label)
+        text = format_hits(query, hits, backend.label)
+        if failures:  # say so: a bad key behind a working fallback should not go unnoticed
+            text += "\n(" + "; ".join(f"{b.label} failed: {e.message}" for b, e in zip(backends, failures, strict=False)) + ")"
+        return text
     if len(failures) == 1:
         raise failures[0]
     detail = "; ".join(f"{b.label}: {e.message}" for b, e in zip(backends, failures, strict=True))
