@@ -71,9 +71,7 @@ def ask(
 
 async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected: list[str] | None,
                use_rag: bool | None, as_json: bool) -> None:
-    from saber.agent import Agent
-
-    agent = Agent(settings)
+    agent = _agent(settings)
     renderer = _JsonRenderer() if as_json else _RichRenderer()
     model_errors: list[str] = []
     try:
@@ -87,6 +85,16 @@ async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected
         await agent.aclose()
     if model_errors:
         raise CLIError(model_errors[0], 1)
+
+
+def _agent(settings: Settings) -> Any:
+    """An Agent, or a one-line error naming what in the settings or the data folder is wrong."""
+    from saber.agent import Agent
+
+    try:
+        return Agent(settings)
+    except (ValueError, OSError) as exc:
+        raise CLIError(f"cannot start: {exc}", 2) from None
 
 
 class _JsonRenderer:
@@ -151,12 +159,10 @@ def _progress_line(kind: str, data: dict[str, Any]) -> str | None:
 @app.command("tools")
 def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """List the tools the agent can use, with their parameters."""
-    from saber.agent import Agent
-
     settings = _settings()
 
     async def collect() -> list[dict[str, Any]]:
-        agent = Agent(settings)
+        agent = _agent(settings)
         try:
             return [t.to_dict() for t in agent.registry.snapshot().values()]
         finally:

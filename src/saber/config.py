@@ -98,9 +98,17 @@ class Settings(BaseSettings):
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"
+    embedding_dim: int | None = Field(None, ge=1)
+    """Vector size of the OpenAI-compatible model; asked of the endpoint once when unset."""
+    embedding_batch_size: int = Field(64, ge=1)
 
     # knowledge base
-    rag_max_file_mb: float = 64.0
+    rag_max_file_mb: float = Field(64.0, gt=0)
+    rag_child_size: int = Field(200, ge=20)
+    """Characters per small chunk (what is matched); its parent section is what is returned."""
+    rag_child_overlap: int = Field(50, ge=0)
+    rag_parent_size: int = Field(800, ge=50)
+    rag_parent_overlap: int = Field(100, ge=0)
 
     # graph runtime
     graph_max_parallel: int = Field(8, ge=1)

@@ -1,0 +1,89 @@
+"""The saber command as a user runs it: a real process, its exit codes and what it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def saber(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    environ.update({"SABER_HOME": str(home), "SABER_SEARCH_BACKEND": "none",
+                    "SABER_WEATHER_FORECAST_URL": "http://127.0.0.1:9/v1/forecast",
+                    "SABER_WEATHER_GEOCODING_URL": "http://127.0.0.1:9/v1/search", **env})
+    return subprocess.run([sys.executable, "-m", "saber.cli", *args], env=environ, capture_output=True, text=True, timeout=300)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.startswith("saber: error:")]
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_unknown_option_and_command(tmp_path: Path) -> None:
+    done = saber("ask", "--bogus", "x", home=tmp_path)
+    assert done.returncode == 2 and "No such option: --bogus" in one_line_error(done)
+    done = saber("frobnicate", home=tmp_path)
+    assert done.returncode == 2 and "No such command" in one_line_error(done)
+
+
+@pytest.mark.slow
+def test_invalid_and_unreadable_config(tmp_path: Path) -> None:
+    (tmp_path / "saber.toml").write_text("[llm\nmodel=", encoding="utf-8")
+    done = saber("config", home=tmp_path)
+    assert done.returncode == 2 and "invalid TOML" in one_line_error(done)
+    (tmp_path / "saber.toml").write_bytes(b"\xff\xfe\x00bad")
+    done = saber("ask", "hi", home=tmp_path)
+    assert done.returncode == 2 and "saber.toml" in one_line_error(done)
+
+
+@pytest.mark.slow
+def test_config_masks_secrets(tmp_path: Path) -> None:
+    done = saber("config", "--json", home=tmp_path, SABER_LLM_API_KEY="sk-secret-1234567890-ABCD")
+    assert done.returncode == 0
+    shown = json.loads(done.stdout)["settings"]
+    assert shown["llm_api_key"] == "sk-…ABCD" and "sk-secret-1234567890" not in done.stdout
+
+
+@pytest.mark.slow
+def test_tools_lists_parameters(tmp_path: Path) -> None:
+    done = saber("tools", "--json", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    tools = {t["name"]: t for t in json.loads(done.stdout)}
+    assert {"get_time", "get_weather", "search_web", "rag_search", "write_document"} <= set(tools)
+    assert tools["get_weather"]["parameters"][0] == {"name": "city", "type": "string", "required": True,
+                                                     "description": tools["get_weather"]["parameters"][0]["description"]}
+
+
+@pytest.mark.slow
+def test_model_endpoint_that_refuses(tmp_path: Path) -> None:
+    done = saber("ask", "hello", home=tmp_path, SABER_LLM_MODEL="m", SABER_LLM_BASE_URL="http://127.0.0.1:9/v1",
+                 SABER_LLM_MAX_RETRIES="0")
+    assert done.returncode == 1
+    assert "unreachable" in one_line_error(done)
+
+
+@pytest.mark.slow
+def test_ask_json_streams_events(tmp_path: Path) -> None:
+    done = saber("ask", "东京现在几点", "--json", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events] == ["start", "route", "tool_call", "token", "done"]
+    assert events[2]["data"]["params"] == {"timezone": "东京"}
+    assert "Asia/Tokyo" in events[2]["data"]["tool_result"]
+    assert events[-1]["data"]["model"] is None
+
+
+@pytest.mark.slow
+def test_bad_arguments(tmp_path: Path) -> None:
+    for args, message in ((("ask", ""), "query must not be empty"), (("ask", "x", "--mode", "fast"), "unknown mode"),
+                          (("ask", "x", "--tools", "nope"), "unknown tool: nope")):
+        done = saber(*args, home=tmp_path)
+        assert done.returncode == 2 and message in one_line_error(done)
