@@ -12,7 +12,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    pgserver = pytest.importorskip("pgserver")
+    import pgserver  # the postgres extra, part of dev: a missing package must fail, not skip
+
     server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
     yield server
     server.cleanup()
