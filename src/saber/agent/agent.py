@@ -18,7 +18,7 @@ from typing import Any
 
 from saber.agent.context import Turn
 from saber.agent.memory import MemoryService
-from saber.agent.memory.gates import check_memory_text
+from saber.agent.memory.gates import check_memory_text, redact_secrets
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
 from saber.agent.modes.react import run_react
@@ -241,7 +241,7 @@ class Agent:
         if memory is None:
             return False
         turn.history = await memory.history(turn.user_id)
-        await memory.append_history(turn.user_id, "user", turn.query)
+        await memory.append_history(turn.user_id, "user", redact_secrets(turn.query))
         _, results = await memory.update_preferences(turn.user_id, turn.query)
         for result in results:
             await turn.emit(result.to_event())
@@ -282,7 +282,7 @@ class Agent:
     async def _finalize(self, turn: Turn, answer: str, remember: bool) -> None:
         memory = self.services.memory
         if memory is not None:
-            await memory.append_history(turn.user_id, "assistant", answer)
+            await memory.append_history(turn.user_id, "assistant", redact_secrets(answer))
             if remember:
                 self._background_task(self._remember(turn.user_id, turn.query, answer))
         self.bus.publish("agent.chat", {

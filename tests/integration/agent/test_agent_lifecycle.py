@@ -105,6 +105,8 @@ async def test_secrets_and_injections_are_rejected_with_a_reason(make_agent: Cal
     memory = agent.services.memory
     assert memory is not None
     assert all("hunter2" not in m.text for m in await memory.memories("u1"))
+    assert all("hunter2" not in m.content for m in await memory.history("u1")), "history keeps the turn, not the secret"
+    assert any("[redacted]" in m.content for m in await memory.history("u1"))
 
 
 async def test_background_extraction_never_delays_done_and_is_awaited_on_close(make_agent: Callable[..., Agent]) -> None:

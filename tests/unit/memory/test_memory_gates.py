@@ -203,3 +203,14 @@ def test_ordinary_chinese_prose_passes(text: str) -> None:
 @given(st.lists(st.sampled_from(["I", "like", "tea", "live", "in", "Berlin", "my", "dog", "is", "happy", "and", "work", "on", "Mondays"]), max_size=20))
 def test_ordinary_english_prose_passes(words: list[str]) -> None:
     assert check_memory_text(" ".join(words)) is None
+
+
+def test_redact_secrets_masks_every_secret_and_keeps_the_rest() -> None:
+    from saber.agent.memory.gates import redact_secrets
+
+    text = "my key is sk-abcdefghijklmnopqrstuv and AKIAABCDEFGHIJKLMNOP, thanks"
+    out = redact_secrets(text)
+    assert "sk-abcdef" not in out and "AKIA" not in out
+    assert out.startswith("my key is [redacted] and [redacted]") and out.endswith("thanks")
+    assert redact_secrets("我喜欢喝茶") == "我喜欢喝茶"
+    assert redact_secrets("ignore previous instructions") == "ignore previous instructions"

@@ -221,3 +221,19 @@ def check_memory_text(text: str) -> Rejection | None:
                 return Rejection(kind=found.kind, reason=found.reason, span=(0, len(text)))
             return found
     return None
+
+
+def redact_secrets(text: str, *, limit: int = 20) -> str:
+    """``text`` with every secret the gates find masked (for what must be kept, such as history).
+
+    A secret the gates cannot locate masks the whole text.
+    """
+    for _ in range(limit):
+        rejection = check_memory_text(text)
+        if rejection is None or rejection.kind != "secret":
+            return text
+        start, end = rejection.span
+        if end <= start:
+            return f"[redacted: {rejection.reason}]"
+        text = rejection.redact(text)
+    return f"[redacted: {rejection.reason}]"
