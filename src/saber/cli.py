@@ -197,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI and turn every user error into one line and an exit code."""
     logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
     try:
-        app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        if isinstance(code, int) and code:  # a typer.Exit(code) inside a command comes back as the return value
+            sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:

@@ -58,6 +58,10 @@ def ingest_command(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)")],
 ) -> None:
     """Add files to the knowledge base; unchanged files are skipped, changed ones get a new version."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        console.print(f"[red]error:[/red] no such file or folder: {', '.join(missing)}")
+        raise typer.Exit(2)
     files = list(_files(paths))
     if not files:
         console.print("[yellow]no supported files found[/yellow]")

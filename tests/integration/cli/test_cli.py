@@ -87,3 +87,36 @@ def test_bad_arguments(tmp_path: Path) -> None:
                           (("ask", "x", "--tools", "nope"), "unknown tool: nope")):
         done = saber(*args, home=tmp_path)
         assert done.returncode == 2 and message in one_line_error(done)
+
+
+@pytest.mark.slow
+def test_ingest_docs_and_ask_from_the_knowledge_base(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rail.md").write_text("# 高铁\n\n复兴号是中国标准动车组，最高运营时速 350 公里。\n", encoding="utf-8")
+    (docs / "notes.txt").write_text("HTTP caching: Cache-Control max-age sets the freshness lifetime.\n", encoding="utf-8")
+    home = tmp_path / "home"
+    done = saber("ingest", str(docs), home=home)
+    assert done.returncode == 0, done.stderr
+    assert "2 added" in done.stdout
+    again = saber("ingest", str(docs / "rail.md"), home=home)
+    assert again.returncode == 0 and "1 unchanged" in again.stdout
+    listed = saber("docs", "list", home=home)
+    assert listed.returncode == 0 and "高铁" in listed.stdout
+    answer = saber("ask", "复兴号最高时速是多少", "--json", home=home)
+    events = [json.loads(line) for line in answer.stdout.splitlines()]
+    assert events[1]["data"]["mode"] == "rag"
+    hits = next(e for e in events if e["type"] == "rag_result")["data"]["hits"]
+    assert hits[0]["title"] == "高铁"
+    assert "350" in events[-1]["data"]["answer"]
+
+
+@pytest.mark.slow
+def test_ingest_and_docs_errors_exit_non_zero(tmp_path: Path) -> None:
+    done = saber("ingest", str(tmp_path / "missing.md"), home=tmp_path)
+    assert done.returncode == 2 and "no such file or folder" in done.stdout + done.stderr
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG")
+    done = saber("ingest", str(tmp_path / "photo.png"), home=tmp_path)
+    assert done.returncode == 1 and "unsupported file type" in done.stdout + done.stderr
+    done = saber("docs", "show", "nope", home=tmp_path)
+    assert done.returncode == 1 and "no document with id 'nope'" in done.stdout + done.stderr
