@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -72,10 +72,15 @@ def ask(
 async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected: list[str] | None,
                use_rag: bool | None, as_json: bool) -> None:
     agent = _agent(settings)
+    await _render(agent, agent.stream(query, user_id=user, mode=mode, selected_tools=selected, use_rag=use_rag), as_json)
+
+
+async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> None:
+    """Print a request's events; a model error makes the exit code 1, bad input 2."""
     renderer = _JsonRenderer() if as_json else _RichRenderer()
     model_errors: list[str] = []
     try:
-        async for event in agent.stream(query, user_id=user, mode=mode, selected_tools=selected, use_rag=use_rag):
+        async for event in events:
             renderer.render(event)
             if event.type == "error":
                 model_errors.append(str(event.data["message"]))
@@ -85,6 +90,50 @@ async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected
         await agent.aclose()
     if model_errors:
         raise CLIError(model_errors[0], 1)
+
+
+@app.command()
+def tasks(
+    all_tasks: Annotated[bool, typer.Option("--all", help="Also list finished tasks.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List checkpointed react tasks; unfinished ones (the process died, or cancelled) can be resumed."""
+    settings = _settings()
+
+    async def collect() -> list[dict[str, Any]]:
+        agent = _agent(settings)
+        try:
+            found: list[dict[str, Any]] = await agent.tasks(unfinished=not all_tasks)
+            return found
+        finally:
+            await agent.aclose()
+
+    found = asyncio.run(collect())
+    if as_json:
+        out.print(json.dumps(found, ensure_ascii=False, indent=2), markup=False)
+        return
+    if not found:
+        out.print("no unfinished tasks" if not all_tasks else "no tasks", markup=False)
+        return
+    table = Table("task", "status", "user", "steps done", "query")
+    for t in found:
+        table.add_row(t["task_id"], t["status"], str(t["user_id"]), f"{t['finished']}/{t['nodes']}", str(t["query"]))
+    out.print(table)
+
+
+@app.command()
+def resume(
+    task_id: Annotated[str, typer.Argument(help="The task to continue (see `saber tasks`).")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
+) -> None:
+    """Continue a react task from its checkpoint: finished steps are not run again."""
+    settings = _settings()
+
+    async def run() -> None:
+        agent = _agent(settings)
+        await _render(agent, agent.resume(task_id), as_json)
+
+    asyncio.run(run())
 
 
 def _agent(settings: Settings) -> Any:

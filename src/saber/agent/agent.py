@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from saber.agent.memory import MemoryService
 from saber.agent.memory.gates import check_memory_text, redact_secrets
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
-from saber.agent.modes.react import run_react
+from saber.agent.modes.react import TASK_KIND, resume_react, run_react
 from saber.agent.modes.tool import pick_tool_call, run_tool
 from saber.agent.prompts import language_of
 from saber.agent.router import Mode, RouteDecision, RouteOptions, route
@@ -29,7 +29,7 @@ from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
-from saber.graph.checkpoint import CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
+from saber.graph.checkpoint import Checkpoint, CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
 from saber.llm.nomodel import is_no_model
@@ -143,22 +143,78 @@ class Agent:
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
             raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
         tools = self.registry.filter(selected_tools) if selected_tools else self.registry.snapshot()
-        task_id = task_id or uuid.uuid4().hex
+        options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
+        turn = self._new_turn(query.strip(), user_id, task_id or uuid.uuid4().hex, tools)
+
+        async def work() -> str:
+            remember = await self._prepare(turn)
+            decision = self._route(turn, options)
+            turn.route = decision
+            await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
+            answer = await self._dispatch(turn, decision)
+            await self._finalize(turn, answer, remember)
+            return answer
+
+        async with contextlib.aclosing(self._serve(turn, work)) as events:
+            async for event in events:
+                yield event
+
+    async def resume(self, task_id: str, *, user_id: str | None = None) -> AsyncIterator[Event]:
+        """Continue a react task whose process died (or that was cancelled) from its checkpoint.
+
+        Finished nodes keep their results and are not run again; the rest run, then the answer is
+        written. With ``user_id``, only that user's own task can be resumed.
+        """
+        saved = await self._unfinished_task(task_id, user_id)
+        meta = saved.meta
+        known = self.registry.snapshot()
+        tools = {name: known[name] for name in meta.get("tools", known) if name in known}
+        turn = self._new_turn(str(meta["query"]), str(meta["user_id"]), task_id, tools)
+
+        async def work() -> str:
+            memory = self.services.memory
+            if memory is not None:
+                turn.history = (await memory.history(turn.user_id))[:-1]  # the request's own query is the last entry
+                turn.preferences = await memory.preferences(turn.user_id)
+            turn.route = RouteDecision(mode="react", rule=f"resume:checkpoint({saved.status})", tools=list(tools))
+            await turn.emit(Route(mode="react", rule=turn.route.rule, tools=turn.route.tools))
+            answer = await resume_react(turn)
+            await self._finalize(turn, answer, remember=False)
+            return answer
+
+        async with contextlib.aclosing(self._serve(turn, work)) as events:
+            async for event in events:
+                yield event
+
+    async def tasks(self, *, user_id: str | None = None, unfinished: bool = True) -> list[dict[str, Any]]:
+        """Checkpointed react tasks (id, status, user, query), oldest first; unfinished ones by default."""
+        store = self.services.checkpoints
+        if store is None:
+            return []
+        out = []
+        for tid in await store.list_tasks():
+            saved = await store.load(tid)
+            if saved is None or saved.meta.get("kind") != TASK_KIND:
+                continue
+            if (unfinished and saved.status not in ("running", "cancelled")) or (user_id and saved.meta.get("user_id") != user_id):
+                continue
+            done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
+            out.append({"task_id": tid, "status": saved.status, "user_id": saved.meta.get("user_id"),
+                        "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done})
+        return out
+
+    async def _unfinished_task(self, task_id: str, user_id: str | None) -> Checkpoint:
+        store = self.services.checkpoints
+        saved = await store.load(task_id) if store is not None else None
+        if saved is None or saved.meta.get("kind") != TASK_KIND:
+            raise ValueError(f"no resumable task {task_id!r}")
+        if user_id is not None and saved.meta.get("user_id") != user_id:
+            raise ValueError(f"task {task_id!r} belongs to another user")
+        if saved.status not in ("running", "cancelled"):
+            raise ValueError(f"task {task_id!r} already finished ({saved.status})")
         if task_id in self._requests:
             raise ValueError(f"task {task_id} is already running")
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        turn = self._new_turn(query.strip(), user_id, task_id, tools, queue)
-        options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
-        task = asyncio.create_task(self._run(turn, options, queue), name=f"saber-request-{task_id}")
-        self._requests[task_id] = _Request(user_id=user_id, task=task)
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-        finally:
-            if not task.done():
-                task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            self._requests.pop(task_id, None)
+        return saved
 
     async def ask(self, query: str, **options: Any) -> Answer:
         """Run a request to the end and return its answer with all events."""
@@ -200,7 +256,10 @@ class Agent:
 
     # -- one request ----------------------------------------------------------------------------
 
-    def _new_turn(self, query: str, user_id: str, task_id: str, tools: dict[str, Tool], queue: asyncio.Queue[Event | None]) -> Turn:
+    def _new_turn(self, query: str, user_id: str, task_id: str, tools: dict[str, Tool]) -> Turn:
+        if task_id in self._requests:
+            raise ValueError(f"task {task_id} is already running")
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
         streamed: list[str] = []
 
         async def emit(event: Event) -> None:
@@ -211,19 +270,28 @@ class Agent:
         turn = Turn(task_id=task_id, user_id=user_id, query=query, lang=language_of(query), emit=emit, model=self.model,
                     tools=tools, services=self.services)
         turn.extras["streamed"] = streamed
+        turn.extras["queue"] = queue
         return turn
 
-    async def _run(self, turn: Turn, options: RouteOptions, queue: asyncio.Queue[Event | None]) -> None:
-        answer, mode, interrupted = "", "chat", False
+    async def _serve(self, turn: Turn, work: Callable[[], Awaitable[str]]) -> AsyncIterator[Event]:
+        """Run ``work`` as this request's task and yield its events until ``done``."""
+        queue: asyncio.Queue[Event | None] = turn.extras["queue"]
+        task = asyncio.create_task(self._run(turn, work, queue), name=f"saber-request-{turn.task_id}")
+        self._requests[turn.task_id] = _Request(user_id=turn.user_id, task=task)
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            self._requests.pop(turn.task_id, None)
+
+    async def _run(self, turn: Turn, work: Callable[[], Awaitable[str]], queue: asyncio.Queue[Event | None]) -> None:
+        answer, interrupted = "", False
         try:
             await turn.emit(Start(task_id=turn.task_id, query=turn.query, user_id=turn.user_id))
-            remember = await self._prepare(turn)
-            decision = self._route(turn, options)
-            turn.route = decision
-            mode = decision.mode
-            await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
-            answer = await self._dispatch(turn, decision)
-            await self._finalize(turn, answer, remember)
+            answer = await work()
         except asyncio.CancelledError:
             interrupted = True
             answer = "".join(turn.extras["streamed"])
@@ -231,6 +299,7 @@ class Agent:
             log.exception("request %s failed", turn.task_id)
             await turn.emit(Error(message=f"{type(exc).__name__}: {exc}", where="agent"))
             answer = ("请求失败：" if turn.lang == "zh" else "The request failed: ") + str(exc)
+        mode = turn.route.mode if turn.route else "chat"
         await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage.to_dict(),
                              model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
         await queue.put(None)

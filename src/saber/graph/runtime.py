@@ -82,6 +82,7 @@ class GraphRuntime:
         replanner: Replanner | None = None,
         substitute: Substitute | None = None,
         seed: int | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         self.graph = graph if isinstance(graph, TaskGraph) else TaskGraph(graph)
         self.tools = dict(tools)
@@ -92,6 +93,8 @@ class GraphRuntime:
         self.task_id = task_id or uuid.uuid4().hex
         self.replanner = replanner
         self.replans_used = 0
+        self.meta = dict(meta or {})
+        """Saved with the checkpoint (who asked what), for whoever resumes the task."""
         if substitute is None:  # imported here: the planner package imports the graph package
             from saber.planner.placeholders import substitute_placeholders
 
@@ -127,6 +130,7 @@ class GraphRuntime:
         for node in saved.nodes:
             if node.status in (NodeStatus.PENDING, NodeStatus.RUNNING, NodeStatus.CANCELLED):
                 node.status, node.result, node.error, node.attempts, node.duration_ms = NodeStatus.PENDING, None, None, 0, 0.0
+        kwargs.setdefault("meta", saved.meta)
         runtime = cls(TaskGraph(saved.nodes), tools, config or GraphConfig.from_dict(saved.config),
                       checkpoint=store, task_id=task_id, **kwargs)
         runtime.replans_used = saved.replans
@@ -404,7 +408,7 @@ class GraphRuntime:
             return
         try:
             await self.checkpoint.save_graph(self.task_id, list(self.graph), config=self.config.to_dict(),
-                                             status="running", replans=self.replans_used)
+                                             status="running", replans=self.replans_used, meta=self.meta)
         except Exception as exc:
             log.exception("checkpoint of task %s failed", self.task_id)
             await self._emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))

@@ -120,3 +120,17 @@ def test_ingest_and_docs_errors_exit_non_zero(tmp_path: Path) -> None:
     assert done.returncode == 1 and "unsupported file type" in done.stdout + done.stderr
     done = saber("docs", "show", "nope", home=tmp_path)
     assert done.returncode == 1 and "no document with id 'nope'" in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_tasks_and_resume(tmp_path: Path) -> None:
+    done = saber("ask", "现在几点，北京天气怎么样", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = saber("tasks", "--all", "--json", home=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (task,) = json.loads(listed.stdout)
+    assert task["status"] == "failed" and task["query"] == "现在几点，北京天气怎么样" and task["nodes"] == 2
+    assert json.loads(saber("tasks", "--json", home=tmp_path).stdout) == []
+    again = saber("resume", task["task_id"], home=tmp_path)
+    assert again.returncode == 2 and "already finished (failed)" in one_line_error(again)
+    assert "no resumable task" in one_line_error(saber("resume", "nope", home=tmp_path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
@@ -66,7 +67,21 @@ async def run_react(turn: Turn) -> str:
     await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source))
     if not plan.nodes:
         return await run_chat(turn)
-    run = await run_graph(turn, plan.nodes)
+    run = await GraphRuntime(list(plan.nodes), turn.tools, turn.services.graph_config(), turn.emit,
+                             task_id=turn.task_id, meta=task_meta(turn), **_runtime_parts(turn)).run()
+    return await answer_from_run(turn, run)
+
+
+async def resume_react(turn: Turn) -> str:
+    """Continue this turn's checkpointed graph (nodes that finished keep their results), then answer."""
+    parts = _runtime_parts(turn)
+    store = parts.pop("checkpoint")
+    assert store is not None
+    runtime = await GraphRuntime.restore(turn.task_id, store, turn.tools, on_event=turn.emit, **parts)
+    return await answer_from_run(turn, await runtime.run())
+
+
+async def answer_from_run(turn: Turn, run: RunResult) -> str:
     if turn.lang == "zh":
         prompt = f"用户的问题：{turn.query}\n\n执行的步骤与结果：\n{observations(run, turn.lang)}"
     else:
@@ -75,22 +90,30 @@ async def run_react(turn: Turn) -> str:
                                fallback=rule_answer(run, turn.lang), where="generator")
 
 
-async def run_graph(turn: Turn, nodes: Sequence[Node]) -> RunResult:
+def task_meta(turn: Turn) -> dict[str, Any]:
+    """What a checkpoint keeps about the request, so another process can resume it."""
+    return {"kind": TASK_KIND, "query": turn.query, "user_id": turn.user_id, "tools": sorted(turn.tools)}
+
+
+TASK_KIND = "agent.react"
+
+
+def _runtime_parts(turn: Turn) -> dict[str, Any]:
+    """Sub-agents bound to this turn, the checkpoint store and, when enabled, the replanner."""
     services = turn.services
     config = services.graph_config()
-    agents = {name: agent.bind(turn) for name, agent in services.sub_agents.items()}
-    replanner = None
+    parts: dict[str, Any] = {
+        "agents": {name: agent.bind(turn) for name, agent in services.sub_agents.items()},
+        "checkpoint": services.checkpoints,
+    }
     if config.max_replan > 0 and turn.has_model:
         budget = ReplanBudget(max_replans=config.max_replan, max_new_nodes=services.settings.graph_replan_max_nodes)
         descriptions = services.agent_descriptions()
 
-        async def replanner_fn(request: ReplanRequest) -> Sequence[Node]:
+        async def replanner(request: ReplanRequest) -> Sequence[Node]:
             result = await replan(turn.query, request.nodes, turn.tools, turn.model, budget=budget,
                                   reason=request.detail, agents=descriptions, language=turn.lang)
             return result.nodes
 
-        replanner = replanner_fn
-    runtime = GraphRuntime(list(nodes), turn.tools, config, turn.emit, agents=agents,
-                           checkpoint=services.checkpoints, task_id=turn.task_id, replanner=replanner)
-    turn.extras["runtime"] = runtime
-    return await runtime.run()
+        parts["replanner"] = replanner
+    return parts

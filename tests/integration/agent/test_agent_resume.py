@@ -1,0 +1,73 @@
+"""A react task survives its process: kill -9 mid-graph, resume in a new process, each step once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from saber.agent import Agent
+from saber.testing import ScriptedModel
+from saber.tools import tool
+
+SCRIPT = Path(__file__).with_name("agent_crash_script.py")
+
+
+def start(home: Path, side: Path, phase: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    return subprocess.Popen([sys.executable, str(SCRIPT), str(home), str(side), "task-1", phase], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_killed_react_task_resumes_without_rerunning_finished_steps(tmp_path: Path) -> None:
+    home, side = tmp_path / "home", tmp_path / "side.txt"
+    first = start(home, side, "first")
+    assert first.stdout is not None
+    seen: list[dict[str, object]] = []
+    for line in first.stdout:  # wait, event by event, until step_b is running
+        seen.append(json.loads(line))
+        if seen[-1]["type"] == "node_start" and seen[-1]["data"]["tool"] == "step_b":  # type: ignore[index]
+            break
+    else:
+        raise AssertionError(f"step_b never started: {first.stderr.read() if first.stderr else ''}")
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    first.stdout.close()
+    if first.stderr:
+        first.stderr.close()
+
+    second = start(home, side, "resume")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0]["type"] == "start" and events[0]["data"]["query"] == "run a, then b, then c"
+    assert events[1]["data"]["rule"] == "resume:checkpoint(running)"
+    ran = [e["data"]["tool"] for e in events if e["type"] == "node_start"]
+    assert ran == ["step_b", "step_c"], "the finished step is not run again"
+    assert events[-1]["type"] == "done" and events[-1]["data"]["answer"] == "all three steps ran"
+    assert side.read_text(encoding="utf-8").splitlines() == ["a", "b-start", "b-start", "b-done", "c(B)"]
+
+
+@tool
+def quick() -> str:
+    """A step that finishes at once."""
+    return "ok"
+
+
+async def test_resume_refuses_finished_unknown_and_other_users_tasks(make_agent: Callable[..., Agent]) -> None:
+    agent = make_agent(ScriptedModel(['[{"id": "n1", "tool": "quick"}]', "done"]), builtin=False, tools=[quick])
+    await agent.ask("run quick", user_id="u1", mode="react", task_id="t-done")
+    assert [t["task_id"] for t in await agent.tasks(unfinished=False)] == ["t-done"]
+    assert await agent.tasks() == []
+    for task_id, user, message in (("t-done", None, r"already finished \(done\)"), ("nope", None, "no resumable task"),
+                                   ("t-done", "u2", "belongs to another user")):
+        with pytest.raises(ValueError, match=message):
+            async for _ in agent.resume(task_id, user_id=user):
+                pass
