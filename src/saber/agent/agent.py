@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,7 +273,7 @@ class Agent:
         turn.extras["queue"] = queue
         return turn
 
-    async def _serve(self, turn: Turn, work: Callable[[], Awaitable[str]]) -> AsyncIterator[Event]:
+    async def _serve(self, turn: Turn, work: Callable[[], Awaitable[str]]) -> AsyncGenerator[Event, None]:
         """Run ``work`` as this request's task and yield its events until ``done``."""
         queue: asyncio.Queue[Event | None] = turn.extras["queue"]
         task = asyncio.create_task(self._run(turn, work, queue), name=f"saber-request-{turn.task_id}")
