@@ -3,8 +3,10 @@
 Endpoints differ in small ways that break naive code:
 
 - arguments arrive as a JSON string (the spec), as an object (some Ollama/GLM builds), empty, or as
-  broken JSON (a truncated stream, a small model) — ``parse_arguments`` copes with all of them and
-  never raises: unusable text is kept as ``{"_raw": text}`` so the tool's validation names the problem;
+  broken JSON (a small model's single quotes or trailing commas, repaired) — ``parse_arguments``
+  copes with all of them and never raises: unusable text, and text cut off mid-call (an open
+  string or object: repairing it would give plausible, wrong values), is kept as
+  ``{"_raw": text}`` so the tool's validation names the problem;
 - ids are sometimes missing — stable ones (``call_0``, ``call_1``...) are generated;
 - when streaming, some endpoints send several parallel calls all at ``index`` 0 —
   ``ToolCallAccumulator`` starts a new call when a new id or a new name shows up at the same index.
@@ -51,6 +53,8 @@ def _loads(text: str) -> object:
         return json.loads(text)
     except ValueError:
         pass
+    if _truncated(text):  # cut off mid-call (max_tokens): a "repaired" value would be plausible and wrong
+        return None
     try:
         repaired: object = json_repair.loads(text)
     except Exception:  # json_repair is best effort; a failure here just means "unusable"
@@ -59,6 +63,26 @@ def _loads(text: str) -> object:
     if repaired == {} and not text.startswith("{"):
         return None
     return repaired
+
+
+def _truncated(text: str) -> bool:
+    """True when JSON text ends inside a string or with an object or array still open."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return in_string or depth > 0
 
 
 def _field(obj: object, key: str) -> Any:

@@ -39,7 +39,14 @@ class DocumentNotFound(RagError):
 
 
 class EmbeddingError(RagError):
-    """The embedder failed (endpoint unreachable, bad response, dimension mismatch)."""
+    """The embedder failed (endpoint unreachable, bad response, dimension mismatch).
+
+    ``retryable`` only for what waiting can fix: an unreachable endpoint, a timeout, 429 or 5xx.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def normalize_text(text: str) -> str:

@@ -54,14 +54,31 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded
     return LoadedFile(title=title or p.stem, text=text, doc_type=doc_type, source=str(p.resolve()))
 
 
+_CJK_OR_PUNCT = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+
+
 def _read_text(p: Path) -> str:
+    """UTF-8, else GB18030 when the result reads as Chinese: many Western (cp1252) files also
+    decode as GB18030, into nonsense characters that must not be indexed."""
     raw = p.read_bytes()
-    for encoding in ("utf-8-sig", "gb18030"):
-        try:
-            return raw.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    raise RagError(f"{p.name}: not valid UTF-8 or GB18030 text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = raw.decode("gb18030")
+    except UnicodeDecodeError:
+        text = ""
+    non_ascii = [ch for ch in text if ord(ch) > 127]
+    if non_ascii and sum(1 for ch in non_ascii if _CJK_OR_PUNCT.match(ch)) / len(non_ascii) > 0.9 and _reads_as_chinese(text):
+        return text
+    raise RagError(f"{p.name}: not valid UTF-8 (or GB18030 Chinese) text; save it as UTF-8")
+
+
+def _reads_as_chinese(text: str) -> bool:
+    """Mis-decoded Latin text yields CJK characters glued to Latin letters ("Gr鲞e"); real Chinese
+    text rarely puts a Han character between two ASCII letters."""
+    return not re.search(r"[A-Za-z][\u3400-\u9fff][A-Za-z]|[A-Za-z][\u3400-\u9fff]{1,2}[a-z]", text)
 
 
 _MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)

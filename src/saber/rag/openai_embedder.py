@@ -60,9 +60,10 @@ class OpenAIEmbedder:
         try:
             response = self._client.post(url, json={"model": self.model, "input": batch, "encoding_format": "float"})
         except httpx.HTTPError as exc:
-            raise EmbeddingError(f"embeddings endpoint {url} unreachable: {exc}") from None
+            raise EmbeddingError(f"embeddings endpoint {url} unreachable: {exc}", retryable=True) from None
         if response.status_code >= 400:
-            raise EmbeddingError(f"embeddings endpoint {url} answered {response.status_code}: {response.text[:300]}")
+            raise EmbeddingError(f"embeddings endpoint {url} answered {response.status_code}: {response.text[:300]}",
+                                 retryable=response.status_code == 429 or response.status_code >= 500)
         try:
             body: Any = response.json()
             items = sorted(body["data"], key=lambda d: d.get("index", 0))

@@ -30,19 +30,19 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
         try:
             answer, hits = await engine.aquery(query, int(args.get("k") or 5))
         except EmbeddingError as exc:
-            raise ToolError(f"rag_search: {exc}", retryable=True) from None
+            raise ToolError(f"rag_search: {exc}", retryable=exc.retryable) from None
         emit(RagResult(query=query, hits=[h.to_event() for h in hits]))
         return answer
 
     def write_document(args: dict[str, Any]) -> dict[str, Any]:
         try:
             result = engine.ingest_text(
-                args["title"], args["content_md"], source=args.get("source") or "agent",
+                args["title"], args["content_md"], source=args.get("source") or f"agent:{args['title']}",
                 doc_type=args.get("doc_type") or "report", summary=args.get("summary") or "",
                 index=bool(args.get("ingest_to_rag", True)),
             )
         except EmbeddingError as exc:
-            raise ToolError(f"write_document: {exc}", retryable=True) from None
+            raise ToolError(f"write_document: {exc}", retryable=exc.retryable) from None
         except RagError as exc:
             raise ToolError(f"write_document: {exc}") from None
         d = result.document
@@ -62,7 +62,7 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
         try:
             result = engine.index_document(str(args["document_id"]))
         except EmbeddingError as exc:
-            raise ToolError(f"ingest_document: {exc}", retryable=True) from None
+            raise ToolError(f"ingest_document: {exc}", retryable=exc.retryable) from None
         except RagError as exc:
             raise ToolError(f"ingest_document: {exc}") from None
         return {"document_id": result.document.id, "status": result.status, "chunks": result.document.chunk_count}
@@ -82,12 +82,13 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
         Tool.from_json_schema(
             "write_document",
             "Save a Markdown document (a report, notes) to the knowledge base. Saving the same content "
-            "again does nothing; the same title with new content becomes a new version.",
+            "again does nothing; the same title (or source) with new content becomes a new version.",
             {"properties": {
                 "title": {**string, "description": "document title"},
                 "content_md": {**string, "description": "the document, in Markdown"},
                 "doc_type": {**string, "description": "report | note | summary ...", "default": "report"},
-                "source": {**string, "description": "where the content came from", "default": "agent"},
+                "source": {**string, "description": "where the content came from (documents with the same "
+                                                      "source are versions of one document); default: the title"},
                 "summary": {**string, "description": "one or two sentences", "default": ""},
                 "ingest_to_rag": {"type": "boolean", "default": True,
                                   "description": "index it now so rag_search finds it"}},

@@ -11,6 +11,7 @@ numeric and string bounds.
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import math
 import re
@@ -19,7 +20,9 @@ from typing import Any
 
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}
-_INT_RE = re.compile(r"^[+-]?\d+$")
+_INT_RE = re.compile(r"^[+-]?[0-9]{1,40}$", re.ASCII)
+_NUMBER_RE = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?$", re.ASCII)
+"""ASCII digits only: "٣" or "1_000" are not numbers a model meant; 40 digits bound int() cost."""
 
 
 class SchemaErrors(Exception):
@@ -147,6 +150,9 @@ class _Coercer:
                 out[key] = self.coerce(additional, item, _join(path, key))
             elif additional is not False:
                 out[key] = item
+            else:
+                close = difflib.get_close_matches(key, list(props), n=1)
+                self.fail(_join(path, key), "unknown field" + (f" (did you mean {close[0]!r}?)" if close else ""))
         for key, prop in props.items():
             if key in out:
                 continue
@@ -221,7 +227,7 @@ def _to_integer(value: Any) -> tuple[bool, Any]:
 
 
 def _to_number(value: Any) -> tuple[bool, Any]:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > 64 or not _NUMBER_RE.match(value.strip()):
         return False, None
     text = value.strip()
     try:

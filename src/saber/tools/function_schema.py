@@ -8,6 +8,7 @@ where the hint says ``int``.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,12 +55,34 @@ def function_schema(func: Callable[..., Any], *, name: str | None = None, descri
 
 def validate_with_model(model: type[BaseModel], arguments: Any, tool: str) -> dict[str, Any]:
     """Validate ``arguments`` with ``model``; errors become one ToolArgumentError naming each field."""
+    misspelled = _misspelled(model, arguments)
+    if misspelled:
+        raise ToolArgumentError(f"{tool}: " + "; ".join(misspelled), tool=tool, errors=misspelled)
     try:
         validated = model.model_validate(arguments if arguments is not None else {})
     except ValidationError as exc:
         errors = [_format_error(err) for err in exc.errors(include_url=False)]
         raise ToolArgumentError(f"{tool}: " + "; ".join(errors), tool=tool, errors=errors) from None
     return {key: getattr(validated, key) for key in type(validated).model_fields}
+
+
+def _misspelled(model: type[BaseModel], arguments: Any) -> list[str]:
+    """Unknown keys that look like a misspelling of a parameter ("max_result" for "max_results").
+
+    Other unknown keys are ignored: models often add harmless extras ("reason"), and rejecting
+    those would throw away good calls; a near-miss, though, would silently lose the value.
+    """
+    if not isinstance(arguments, dict):
+        return []
+    fields = list(model.model_fields)
+    out = []
+    for key in arguments:
+        if key in fields:
+            continue
+        close = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.75)
+        if close and close[0] not in arguments:
+            out.append(f"{key}: unknown field (did you mean {close[0]!r}?)")
+    return out
 
 
 def _format_error(err: Any) -> str:

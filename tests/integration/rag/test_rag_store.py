@@ -110,3 +110,25 @@ def test_concurrent_identical_writes_store_once(store_factory: StoreFactory) -> 
         t.join()
     assert sorted(results).count("created") == 1
     assert [d.title for d in engines[0].list_documents()].count("Same") == 1
+
+
+def test_two_connections_set_up_a_fresh_store_at_once(store_factory: StoreFactory) -> None:
+    import threading
+
+    a, b = store_factory(), store_factory()
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def first_ingest(store: Any) -> None:
+        start.wait()
+        try:
+            store.ensure_embedding("hashing:32", 32)
+        except BaseException as exc:  # what we look for: one of them failing
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_ingest, args=(s,)) for s in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -87,3 +87,20 @@ async def test_network_error_from_transport_is_retryable() -> None:
         await tool_with(handler).run({"city": "Tokyo"})
     assert info.value.retryable
     assert "could not be reached" in info.value.message and "name resolution" in info.value.message
+
+
+async def test_redirect_loop_is_a_tool_error_not_a_crash() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(302, headers={"Location": str(request.url)})
+
+    with pytest.raises(ToolError) as info:
+        await tool_with(handler).run({"city": "Tokyo"})
+    assert not info.value.retryable and "redirect" in info.value.message.lower()
+
+
+@pytest.mark.parametrize("url", ["wx.test/v1/forecast", "ftp://wx.test/v1/forecast"])
+async def test_a_url_without_http_is_a_setting_to_fix_not_retryable(url: str) -> None:
+    tool = make_weather_tool(geocoding_url=GEO, forecast_url=url, timeout=5)
+    with pytest.raises(ToolError) as info:
+        await tool.run({"city": "Tokyo"})
+    assert not info.value.retryable and "is invalid" in info.value.message

@@ -19,7 +19,7 @@ from saber.llm import ToolCall, ToolCallAccumulator, parse_arguments, tool_calls
         ("", {}),
         ("   ", {}),
         (None, {}),
-        ('{"city": "Bei', {"city": "Bei"}),  # truncated stream, repaired
+        ('{"city": "Bei', {"_raw": '{"city": "Bei'}),  # cut off mid-call: kept raw, not guessed
         ("{'city': 'Tokyo'}", {"city": "Tokyo"}),  # single quotes, repaired
         ('"{\\"city\\": \\"Rome\\"}"', {"city": "Rome"}),  # double-encoded
     ],
@@ -162,8 +162,19 @@ def test_broken_streamed_arguments_do_not_crash() -> None:
         {"index": 1, "id": "c2", "name": "search_web", "arguments": "query=python"},
     ])
     first, second = acc.finish()
-    assert first.arguments == {"city": "Par"}
+    assert first.arguments == {"_raw": '{"city": "Par'}, "cut off mid-call: not guessed"
     assert second.arguments == {"_raw": "query=python"}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("{'city': 'Paris'}", {"city": "Paris"}),
+    ('{"city": "Paris",}', {"city": "Paris"}),
+    ('{"city": "Paris", "days": 3', {"_raw": '{"city": "Paris", "days": 3'}),
+    ('{"content_md": "# Q3\\nRevenue grew because of', {"_raw": '{"content_md": "# Q3\\nRevenue grew because of'}),
+    ('{"tags": ["a", "b"', {"_raw": '{"tags": ["a", "b"'}),
+])
+def test_repairs_mistakes_but_not_truncation(text: str, expected: dict[str, object]) -> None:
+    assert parse_arguments(text) == expected
 
 
 def test_empty_accumulator_finishes_with_nothing() -> None:

@@ -82,3 +82,19 @@ def test_gb18030_text_is_decoded(tmp_path: Path) -> None:
     p = tmp_path / "gbk.txt"
     p.write_bytes("中文编码的文件".encode("gb18030"))
     assert load_file(p).text == "中文编码的文件"
+
+
+@pytest.mark.parametrize("text", ["Größe: Übermäßig, sehr schön", "Réunion: le comité a décidé"])
+def test_western_legacy_encodings_are_refused_not_garbled(tmp_path: Path, text: str) -> None:
+    from saber.rag.documents import RagError
+
+    path = tmp_path / "legacy.txt"
+    path.write_bytes(text.encode("cp1252"))
+    with pytest.raises(RagError, match="not valid UTF-8"):
+        load_file(path)
+
+
+def test_gb18030_chinese_mixed_with_english_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.txt"
+    path.write_bytes("Python 是一种编程语言，pip install numpy 即可。".encode("gb18030"))
+    assert load_file(path).text == "Python 是一种编程语言，pip install numpy 即可。"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,36 @@ async def test_unknown_document_and_bad_arguments(engine: RagEngine) -> None:
         await tools["write_document"].run({"title": "x"})
     with pytest.raises(ToolError, match="ingest_to_rag"):
         await tools["write_document"].run({"title": "x", "content_md": "y", "ingest_to_rag": "maybe"})
+
+
+async def test_documents_written_without_a_source_do_not_replace_each_other(tmp_path: Path) -> None:
+    from saber.rag import HashingEmbedder, RagEngine, SQLiteStore, knowledge_tools
+
+    engine = RagEngine(SQLiteStore(str(tmp_path / "kb.db")), HashingEmbedder())
+    tools = {t.name: t for t in knowledge_tools(engine)}
+    first = await tools["write_document"].run({"title": "Report on Tokyo", "content_md": "Tokyo has 14 million people."})
+    second = await tools["write_document"].run({"title": "Report on Paris", "content_md": "Paris has 2 million people."})
+    assert first["document_id"] != second["document_id"] and second["status"] == "created"
+    assert sorted(d.title for d in engine.list_documents()) == ["Report on Paris", "Report on Tokyo"]
+    revised = await tools["write_document"].run({"title": "Report on Tokyo", "content_md": "Tokyo has 14.1 million people."})
+    assert revised["document_id"] == first["document_id"] and revised["version"] == 2
+    engine.close()
+
+
+async def test_only_transient_embedding_failures_are_retryable(tmp_path: Path) -> None:
+    import httpx
+
+    from saber.rag import OpenAIEmbedder, RagEngine, SQLiteStore, knowledge_tools
+    from saber.tools import ToolError
+
+    for status, retryable in ((401, False), (400, False), (429, True), (503, True)):
+        def handler(request: httpx.Request, status: int = status) -> httpx.Response:
+            return httpx.Response(status, json={"error": {"message": f"status {status}"}})
+
+        embedder = OpenAIEmbedder(base_url="http://embed.test/v1", model="m", dim=8, transport=httpx.MockTransport(handler))
+        engine = RagEngine(SQLiteStore(str(tmp_path / f"kb{status}.db")), embedder)
+        write = {t.name: t for t in knowledge_tools(engine)}["write_document"]
+        with pytest.raises(ToolError) as info:
+            await write.run({"title": "t", "content_md": "some text"})
+        assert info.value.retryable is retryable, status
+        engine.close()

@@ -154,3 +154,9 @@ def test_to_dict_never_contains_execute() -> None:
 def test_invalid_names_rejected() -> None:
     with pytest.raises(ValueError, match="invalid tool name"):
         Tool(name="bad name!", description="", execute=lambda a: a)
+
+
+def test_misspelled_arguments_are_named_and_other_extras_ignored() -> None:
+    with pytest.raises(ToolArgumentError, match="dayz: unknown field \\(did you mean 'days'\\?\\)"):
+        google_style.validate({"city": "Paris", "dayz": 5})
+    assert google_style.validate({"city": "Paris", "reason": "the user asked"}) == {"city": "Paris", "days": 3, "unit": "c"}

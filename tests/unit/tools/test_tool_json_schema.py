@@ -114,3 +114,19 @@ def test_empty_schema_accepts_no_arguments() -> None:
     t = Tool.from_json_schema("ping", "Ping", None, echo)
     assert t.validate(None) == {}
     assert t.to_prompt_line() == "- ping: Ping [params: none]"
+
+
+@pytest.mark.parametrize("bad", ["9" * 5000, "٣", "1_000", "１２"])
+def test_numbers_must_be_plain_ascii(bad: str) -> None:
+    t = Tool.from_json_schema("t", "", {"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}}, echo)
+    for field in ("n", "x"):
+        with pytest.raises(ToolArgumentError, match=f"{field}: expected"):
+            t.validate({field: bad})
+    assert t.validate({"n": "-12", "x": "1.5e3"}) == {"n": -12, "x": 1500.0}
+
+
+def test_additional_properties_false_names_the_unknown_field() -> None:
+    schema = {"type": "object", "properties": {"max_results": {"type": "integer", "default": 5}}, "additionalProperties": False}
+    t = Tool.from_json_schema("t", "", schema, echo)
+    with pytest.raises(ToolArgumentError, match="max_result: unknown field \\(did you mean 'max_results'\\?\\)"):
+        t.validate({"max_result": 50})

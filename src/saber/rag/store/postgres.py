@@ -43,9 +43,12 @@ class PostgresStore(SqlStore):
 
         register_vector(self._conn)
         with self._cursor(write=True) as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(7261)")  # two processes creating the schema at once
+            self._lock_schema(cur)  # two processes creating the schema at once
             for statement in COMMON_SCHEMA:
                 cur.execute(statement)
+
+    def _lock_schema(self, cur: Any) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(7261)")
 
     @contextlib.contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:

@@ -86,8 +86,13 @@ class SqlStore(ABC):
 
     # -- KnowledgeStore --------------------------------------------------------------------------
 
+    def _lock_schema(self, cur: Any) -> None:
+        """Serialise schema changes between processes (a write transaction already does on SQLite)."""
+        return None
+
     def ensure_embedding(self, name: str, dim: int) -> None:
         with self._cursor(write=True) as cur:
+            self._lock_schema(cur)
             stored_name, stored_dim = self._meta(cur, "embedder"), self._meta(cur, "embedding_dim")
             if stored_name == name and stored_dim == str(dim) and self._has_chunk_table(cur):
                 return

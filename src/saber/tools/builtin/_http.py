@@ -62,10 +62,12 @@ async def request_json(
             f"the {service} could not be reached: network unreachable or connection refused ({_describe(exc)})",
             retryable=True,
         ) from None
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:  # a setting to fix, not a failure to wait out
+        raise ToolError(f"the {service} URL {url!r} is invalid: {exc}", retryable=False) from None
     except httpx.TransportError as exc:
         raise ToolError(f"the {service} could not be reached: {_describe(exc)}", retryable=True) from None
-    except httpx.InvalidURL as exc:
-        raise ToolError(f"the {service} URL {url!r} is invalid: {exc}", retryable=False) from None
+    except httpx.HTTPError as exc:  # too many redirects, a body that cannot be decoded...
+        raise ToolError(f"the {service} failed: {_describe(exc)}", retryable=False) from None
     return _decode(response, service)
 
 
