@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from saber.agent import Agent
 from saber.config import Settings
 from saber.events import Done, NodeDone, NodeStart, Plan, RagResult, Route, Token, ToolCallEvent
@@ -179,3 +181,27 @@ async def test_react_replans_after_a_failure_when_enabled(make_agent: Callable[.
     assert done == {"n1": "failed", "n2": "done"}
     assert "12:00 in Asia/Tokyo" in model.calls[2].prompt
     model.assert_complete()
+
+
+async def test_a_plan_the_runtime_rejects_falls_back_to_the_rule_plan(
+    make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from saber.events import Error
+    from saber.graph import Node
+    from saber.planner import ParsedPlan
+
+    def bad_plan(text: str, tools: object, **kwargs: object) -> ParsedPlan:
+        nodes = [Node(id="n1", tool="get_time", params={}, race_group="g"),
+                 Node(id="n2", tool="get_time", params={}, depends_on=["n1"], race_group="g")]
+        return ParsedPlan(nodes=nodes, format="ideal", shape="ideal")
+
+    monkeypatch.setattr("saber.agent.modes.react.parse_plan", bad_plan)
+    model = ScriptedModel(["(a plan)", "It is 12:00."])
+    agent = make_agent(model, builtin=False, tools=[zone_time])
+    answer = await agent.ask("what time is it", user_id="u1", mode="react")
+    errors = [e for e in answer.events if isinstance(e, Error)]
+    assert errors and errors[0].where == "graph" and "cannot run" in errors[0].message
+    plans = [e for e in answer.events if isinstance(e, Plan)]
+    assert [p.source for p in plans] == ["model", "rules"] and [n["tool"] for n in plans[1].nodes] == ["get_time"]
+    assert {e.id: e.status for e in answer.events if isinstance(e, NodeDone)} == {"n1": "done"}
+    assert answer.answer == "It is 12:00."

@@ -15,6 +15,7 @@ from saber.graph.agents import ReplanRequest
 from saber.graph.node import Node
 from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
+from saber.graph.taskgraph import GraphError
 from saber.llm.base import ModelError
 from saber.planner import (
     ParsedPlan,
@@ -67,9 +68,32 @@ async def run_react(turn: Turn) -> str:
     await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source))
     if not plan.nodes:
         return await run_chat(turn)
-    run = await GraphRuntime(list(plan.nodes), turn.tools, turn.services.graph_config(), turn.emit,
-                             task_id=turn.task_id, meta=task_meta(turn), **_runtime_parts(turn)).run()
-    return await answer_from_run(turn, run)
+    runtime = await _runtime_for(turn, plan, source)
+    if runtime is None:
+        return await run_chat(turn)
+    return await answer_from_run(turn, await runtime.run())
+
+
+async def _runtime_for(turn: Turn, plan: ParsedPlan, source: str) -> GraphRuntime | None:
+    """A runtime for the plan; if the graph cannot run (a malformed race group...), the rule plan's."""
+    try:
+        return GraphRuntime(list(plan.nodes), turn.tools, turn.services.graph_config(), turn.emit,
+                            task_id=turn.task_id, meta=task_meta(turn), **_runtime_parts(turn))
+    except GraphError as exc:
+        await turn.emit(Error(message=f"the plan cannot run ({exc}); using the rule planner", where="graph"))
+    if source == "rules":
+        return None
+    fallback = _rules(turn, turn.services.agent_descriptions(), ["model plan rejected by the runtime"])
+    await turn.emit(Plan(format=fallback.format, nodes=[n.to_dict() for n in fallback.nodes],
+                         warnings=list(fallback.warnings), source="rules"))
+    if not fallback.nodes:
+        return None
+    try:
+        return GraphRuntime(list(fallback.nodes), turn.tools, turn.services.graph_config(), turn.emit,
+                            task_id=turn.task_id, meta=task_meta(turn), **_runtime_parts(turn))
+    except GraphError as exc:
+        await turn.emit(Error(message=f"the rule plan cannot run either ({exc})", where="graph"))
+        return None
 
 
 async def resume_react(turn: Turn) -> str:
