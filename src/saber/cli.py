@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
@@ -18,9 +19,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from saber.agent.memory.store import MemoryStoreError
 from saber.config import ConfigError, Settings, config_path
 from saber.events import Event
 from saber.rag.cli import docs_app, ingest_command
+from saber.rag.documents import RagError
 from saber.tools.errors import ToolError
 
 app = typer.Typer(
@@ -85,9 +88,12 @@ async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> No
             if event.type == "error":
                 model_errors.append(str(event.data["message"]))
     except (ValueError, ToolError) as exc:
-        raise CLIError(str(exc), 2) from None
-    finally:
         await agent.aclose()
+        raise CLIError(str(exc), 2) from None
+    except asyncio.CancelledError:  # Ctrl-C: leave now, without waiting for background extraction
+        await agent.aclose(grace=0)
+        raise
+    await agent.aclose()
     if model_errors:
         raise CLIError(model_errors[0], 1)
 
@@ -142,7 +148,7 @@ def _agent(settings: Settings) -> Any:
 
     try:
         return Agent(settings)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RagError, MemoryStoreError) as exc:
         raise CLIError(f"cannot start: {exc}", 2) from None
 
 
@@ -234,9 +240,10 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
     settings = _settings()
     shown = settings.masked()
     if as_json:
-        out.print(json.dumps({"config_file": str(config_path()), "settings": shown}, ensure_ascii=False, indent=2), markup=False)
+        out.print(json.dumps({"config_file": str(config_path(settings.home)), "settings": shown}, ensure_ascii=False,
+                             indent=2), markup=False)
         return
-    path = config_path()
+    path = config_path(settings.home)
     out.print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
     for key, value in shown.items():
         out.print(f"{key} = {json.dumps(value, ensure_ascii=False)}", markup=False)
@@ -263,6 +270,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         err.print(f"saber: error: {exc}", markup=False)
         sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("saber: interrupted", markup=False)
+        sys.exit(130)
+    except Exception as exc:  # a bug, or a failure nothing above names: still one line (SABER_DEBUG=1 for the traceback)
+        if os.environ.get("SABER_DEBUG"):
+            raise
+        err.print(f"saber: error: {type(exc).__name__}: {exc}", markup=False)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

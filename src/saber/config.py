@@ -21,18 +21,31 @@ class ConfigError(ValueError):
 
 
 def default_home() -> Path:
-    return Path(os.environ.get("SABER_HOME") or Path.home() / ".saber").expanduser()
+    return _home_path(os.environ.get("SABER_HOME"))
 
 
-def config_path() -> Path:
+def _home_path(value: object) -> Path:
+    """``~`` expanded and made absolute, so every store lands in the same folder whatever the
+    current directory; blank means the default ``~/.saber``."""
+    text = str(value).strip() if value is not None else ""
+    return Path(text or Path.home() / ".saber").expanduser().absolute()
+
+
+def config_path(home: object = None) -> Path:
+    """``$SABER_CONFIG``, else ``saber.toml`` in ``home`` (default: ``$SABER_HOME``)."""
     explicit = os.environ.get("SABER_CONFIG")
-    return Path(explicit).expanduser() if explicit else default_home() / "saber.toml"
+    if explicit and explicit.strip():
+        return Path(explicit.strip()).expanduser()
+    return (_home_path(home) if home is not None else default_home()) / "saber.toml"
 
 
 class _TomlSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+    def __init__(self, settings_cls: type[BaseSettings], home: object = None) -> None:
         super().__init__(settings_cls)
-        self.path = config_path()
+        self.path = config_path(home)
+        explicit = bool(os.environ.get("SABER_CONFIG", "").strip())
+        if explicit and not self.path.is_file():
+            raise ConfigError(f"{self.path}: SABER_CONFIG names a file that does not exist (or is not a file)")
         self.values = _read_toml(self.path, set(settings_cls.model_fields)) if self.path.is_file() else {}
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
@@ -136,6 +149,11 @@ class Settings(BaseSettings):
     memory_min_relevance: float = 0.03
     """How far above its similarity to neutral sentences a memory must score to be recalled."""
 
+    @field_validator("home", mode="before")
+    @classmethod
+    def _expand_home(cls, value: Any) -> Path:
+        return _home_path(value)
+
     @field_validator("llm_base_url", "llm_model", "database_url", "redis_url", "searxng_url", "embedding_base_url", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
@@ -150,7 +168,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _TomlSource(settings_cls))
+        home = getattr(init_settings, "init_kwargs", {}).get("home")
+        return (init_settings, env_settings, _TomlSource(settings_cls, home))
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:

@@ -217,6 +217,10 @@ _emitting: set[asyncio.Future[Any]] = set()
 BusHandler: TypeAlias = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 
 
+def _is_async_handler(handler: Any) -> bool:
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)
+
+
 class EventBus:
     """In-process publish/subscribe by topic (``agent.chat``...). A failing subscriber is logged,
     never raised into the publisher; async subscribers are tracked so ``drain()`` can await them."""
@@ -226,7 +230,7 @@ class EventBus:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._subs: dict[str, list[BusHandler]] = {}
-        self._pending: set[asyncio.Task[None]] = set()
+        self._pending: set[asyncio.Future[None]] = set()
 
     def subscribe(self, topic: str, handler: BusHandler) -> Callable[[], None]:
         """Call ``handler(topic, payload)`` for each publish on ``topic`` ("*" for all). Returns an unsubscribe."""
@@ -242,16 +246,27 @@ class EventBus:
     def publish(self, topic: str, payload: dict[str, Any]) -> None:
         with self._lock:
             handlers = list(self._subs.get(topic, [])) + list(self._subs.get(self._WILDCARD, []))
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
         for handler in handlers:
+            if loop is not None and not _is_async_handler(handler):
+                # a plain function may block (a disk, a database): run it off the loop, so it never
+                # stalls this request or anyone else's
+                self._track(asyncio.ensure_future(self._guard(topic, asyncio.to_thread(handler, topic, payload))))
+                continue
             try:
                 result = handler(topic, payload)
             except Exception:
                 log.exception("event bus subscriber failed on %s", topic)
                 continue
             if inspect.isawaitable(result):
-                task = asyncio.ensure_future(self._guard(topic, result))
-                self._pending.add(task)
-                task.add_done_callback(self._pending.discard)
+                self._track(asyncio.ensure_future(self._guard(topic, result)))
+
+    def _track(self, task: asyncio.Future[None]) -> None:
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
     async def drain(self) -> None:
         """Wait for every async subscriber started so far."""
@@ -259,7 +274,7 @@ class EventBus:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
     @staticmethod
-    async def _guard(topic: str, awaitable: Awaitable[None]) -> None:
+    async def _guard(topic: str, awaitable: Awaitable[Any]) -> None:
         try:
             await awaitable
         except Exception:

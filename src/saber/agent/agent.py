@@ -143,6 +143,10 @@ class Agent:
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
             raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
         tools = self.registry.filter(selected_tools) if selected_tools else self.registry.snapshot()
+        if use_rag is False:
+            tools.pop("rag_search", None)
+        if task_id is not None:
+            await self._check_new_task_id(task_id)
         options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
         turn = self._new_turn(query.strip(), user_id, task_id or uuid.uuid4().hex, tools)
 
@@ -203,6 +207,14 @@ class Agent:
                         "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done})
         return out
 
+    async def _check_new_task_id(self, task_id: str) -> None:
+        """A caller-chosen id must be new: reusing one would overwrite that task's checkpoint."""
+        if not task_id.strip():
+            raise ValueError("task_id must not be empty")
+        store = self.services.checkpoints
+        if task_id in self._requests or (store is not None and await store.load(task_id) is not None):
+            raise ValueError(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
+
     async def _unfinished_task(self, task_id: str, user_id: str | None) -> Checkpoint:
         store = self.services.checkpoints
         saved = await store.load(task_id) if store is not None else None
@@ -235,15 +247,23 @@ class Agent:
     def running(self, user_id: str | None = None) -> list[str]:
         return [tid for tid, r in self._requests.items() if user_id is None or r.user_id == user_id]
 
-    async def drain(self) -> None:
-        """Wait for the background work started so far (memory extraction, bus subscribers)."""
-        while self._background:
+    async def drain(self, grace: float | None = None) -> None:
+        """Wait for the background work started so far (memory extraction, bus subscribers); what
+        is still running after ``grace`` seconds is cancelled."""
+        try:
+            async with asyncio.timeout(grace):
+                while self._background:
+                    await asyncio.gather(*list(self._background), return_exceptions=True)
+                await self.bus.drain()
+        except TimeoutError:
+            for task in list(self._background):
+                task.cancel()
             await asyncio.gather(*list(self._background), return_exceptions=True)
-        await self.bus.drain()
+            log.warning("background work still running after %s s was cancelled", grace)
 
-    async def aclose(self) -> None:
-        """Wait for background work, then close the stores."""
-        await self.drain()
+    async def aclose(self, *, grace: float | None = 30.0) -> None:
+        """Wait for background work (cancelling what outlives ``grace`` seconds), then close the stores."""
+        await self.drain(grace)
         if self.services.memory is not None:
             self.services.memory.close()
         if self.services.checkpoints is not None:
@@ -295,6 +315,8 @@ class Agent:
         except asyncio.CancelledError:
             interrupted = True
             answer = "".join(turn.extras["streamed"])
+            for task in turn.extras.get("background", []):
+                task.cancel()
         except Exception as exc:
             log.exception("request %s failed", turn.task_id)
             await turn.emit(Error(message=f"{type(exc).__name__}: {exc}", where="agent"))
@@ -303,6 +325,10 @@ class Agent:
         await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage.to_dict(),
                              model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
         await queue.put(None)
+        self.bus.publish("agent.chat", {  # after done: a slow subscriber never delays the answer
+            "task_id": turn.task_id, "user_id": turn.user_id, "query": turn.query, "answer": answer,
+            "mode": mode, "usage": turn.usage.to_dict(), "interrupted": interrupted,
+        })
 
     async def _prepare(self, turn: Turn) -> bool:
         """History, preferences and memories for this turn. Returns whether the turn may be remembered."""
@@ -315,7 +341,7 @@ class Agent:
         for result in results:
             await turn.emit(result.to_event())
         if memory.model is not None:
-            self._background_task(self._learn_preferences(turn.user_id, turn.query))
+            self._background_task(self._learn_preferences(turn.user_id, turn.query), turn)
         turn.preferences = await memory.preferences(turn.user_id)
         recalled = await memory.recall(turn.user_id, turn.query, 3, min_relevance=self.settings.memory_min_relevance)
         turn.memories = [m.text for m in recalled]
@@ -331,13 +357,15 @@ class Agent:
         decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=self.services.knowledge_loaded(), options=options)
         if decision.mode != "tool":
             return decision
-        node = pick_tool_call(turn, decision.tools[0]) if decision.tools else None
-        if node is not None:
-            turn.extras["tool_node"] = node
-            return decision
+        for name in decision.tools:
+            node = pick_tool_call(turn, name)
+            if node is not None:
+                turn.extras["tool_node"] = node
+                return RouteDecision(mode="tool", rule=decision.rule, tools=[name], needs=decision.needs)
         fallback: Mode = "react" if decision.needs else "chat"
-        return RouteDecision(mode=fallback, rule=f"{decision.rule}→{fallback}(no arguments for {', '.join(decision.tools)})",
-                             tools=list(turn.tools), needs=decision.needs)
+        why = f"no arguments for {', '.join(decision.tools)}" if decision.tools else "no tool matches the query"
+        return RouteDecision(mode=fallback, rule=f"{decision.rule}→{fallback}({why})", tools=list(turn.tools),
+                             needs=decision.needs)
 
     async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:
         if decision.mode == "tool":
@@ -354,17 +382,16 @@ class Agent:
             await memory.append_history(turn.user_id, "assistant", redact_secrets(answer))
             if remember:
                 self._background_task(self._remember(turn.user_id, turn.query, answer))
-        self.bus.publish("agent.chat", {
-            "task_id": turn.task_id, "user_id": turn.user_id, "query": turn.query, "answer": answer,
-            "mode": turn.route.mode if turn.route else None, "usage": turn.usage.to_dict(),
-        })
 
     # -- background work ------------------------------------------------------------------------
 
-    def _background_task(self, work: Awaitable[None]) -> None:
+    def _background_task(self, work: Awaitable[None], turn: Turn | None = None) -> None:
+        """Start ``work`` without waiting for it; with ``turn``, cancelling that request cancels it too."""
         task = asyncio.ensure_future(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        if turn is not None:
+            turn.extras.setdefault("background", []).append(task)
 
     async def _learn_preferences(self, user_id: str, text: str) -> None:
         memory = self.services.memory

@@ -66,6 +66,10 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
     options = options or RouteOptions()
     needs = find_needs(query)
     need_names = [n.name for n in needs]
+    if options.mode == "tool":  # the tools the query asks for; never "the first registered tool"
+        allowed = list(options.selected_tools or tools)
+        wanted = [n.tool for n in needs if n.tool in allowed] or (allowed if len(allowed) == 1 else [])
+        return RouteDecision(mode="tool", rule="explicit:mode=tool", tools=[t for t in wanted if t], needs=need_names)
     if options.mode is not None:
         return RouteDecision(mode=options.mode, rule=f"explicit:mode={options.mode}", tools=list(options.selected_tools or tools), needs=need_names)
     if options.selected_tools:
@@ -75,7 +79,7 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
         return RouteDecision(mode="tool", rule=f"explicit:tool({selected[0]})", tools=selected, needs=need_names)
     if options.use_rag and knowledge_loaded:
         return RouteDecision(mode="rag", rule="explicit:use_rag", tools=list(tools), needs=need_names)
-    return _route_by_keywords(query, needs, tools, knowledge_loaded)
+    return _route_by_keywords(query, needs, tools, knowledge_loaded and options.use_rag is not False)
 
 
 def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool) -> RouteDecision:

@@ -7,6 +7,8 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from saber.agent import Agent
 from saber.events import Done, Memory, NodeStart, ToolCallEvent
 from saber.llm.types import Completion, Message
@@ -137,9 +139,58 @@ async def test_agent_chat_is_published_on_the_bus(make_agent: Callable[..., Agen
     published: list[dict[str, Any]] = []
     agent.bus.subscribe("agent.chat", lambda topic, payload: published.append(payload))
     answer = await agent.ask("hello", user_id="u9")
+    await agent.drain()
     assert published == [{
         "task_id": answer.task_id, "user_id": "u9", "query": "hello", "answer": "hi!", "mode": "chat", "usage": answer.usage,
+        "interrupted": False,
     }]
+
+
+async def test_a_blocking_subscriber_never_delays_done(make_agent: Callable[..., Agent]) -> None:
+    import threading
+
+    release = threading.Event()
+    agent = make_agent(ScriptedModel(["hi!"]))
+    agent.bus.subscribe("agent.chat", lambda topic, payload: release.wait(30))
+    answer = await agent.ask("hello", user_id="u9")
+    assert answer.answer == "hi!", "done arrived while the subscriber was still blocked"
+    release.set()
+    await agent.drain()
+
+
+async def test_a_task_id_cannot_be_reused(make_agent: Callable[..., Agent]) -> None:
+    @tool
+    def quick() -> str:
+        """Quick."""
+        return "ok"
+
+    agent = make_agent(ScriptedModel(['[{"id": "n1", "tool": "quick"}]', "done"]), builtin=False, tools=[quick])
+    await agent.ask("run quick", user_id="alice", mode="react", task_id="shared-id")
+    with pytest.raises(ValueError, match="already exists"):
+        await agent.ask("something else", user_id="bob", task_id="shared-id")
+    assert [t["user_id"] for t in await agent.tasks(unfinished=False)] == ["alice"]
+
+
+async def test_cancelling_a_request_cancels_its_background_extraction(make_agent: Callable[..., Agent]) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    extraction_started = asyncio.Event()
+
+    class StuckMemoryModel(ScriptedModel):
+        async def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+            extraction_started.set()
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+    agent = make_agent(None, builtin=False, tools=[gated_weather(started, release)], memory_model=StuckMemoryModel())
+    request = asyncio.create_task(agent.ask("上海天气怎么样", user_id="u1", task_id="t-bg"))
+    await started.wait()
+    await extraction_started.wait()
+    assert agent.cancel("t-bg")
+    answer = await request
+    assert answer.interrupted
+    await asyncio.wait_for(agent.drain(), 5)
+    assert not agent._background
+    release.set()
 
 
 async def test_bad_input_is_a_clear_error(make_agent: Callable[..., Agent]) -> None:

@@ -205,3 +205,19 @@ async def test_a_plan_the_runtime_rejects_falls_back_to_the_rule_plan(
     assert [p.source for p in plans] == ["model", "rules"] and [n["tool"] for n in plans[1].nodes] == ["get_time"]
     assert {e.id: e.status for e in answer.events if isinstance(e, NodeDone)} == {"n1": "done"}
     assert answer.answer == "It is 12:00."
+
+
+async def test_forced_tool_mode_uses_the_tool_the_query_needs(make_agent: Callable[..., Agent]) -> None:
+    model = ScriptedModel(["北京晴，21°C。"])
+    agent = make_agent(model, builtin=False, tools=[zone_time, city_weather])
+    answer = await agent.ask("北京天气怎么样", user_id="u1", mode="tool")
+    call = next(e for e in answer.events if isinstance(e, ToolCallEvent))
+    assert (call.tool_name, call.params) == ("get_weather", {"city": "北京"})
+
+
+async def test_use_rag_false_keeps_the_knowledge_base_out(make_agent: Callable[..., Agent]) -> None:
+    agent = make_agent(ScriptedModel(["a chat answer"]))
+    assert agent.services.knowledge is not None
+    agent.services.knowledge.ingest_text("Tea", "Green tea is not fermented.", source="tea.md")
+    answer = await agent.ask("is green tea fermented", user_id="u1", use_rag=False)
+    assert answer.mode == "chat" and not [e for e in answer.events if isinstance(e, RagResult)]

@@ -134,3 +134,40 @@ def test_tasks_and_resume(tmp_path: Path) -> None:
     again = saber("resume", task["task_id"], home=tmp_path)
     assert again.returncode == 2 and "already finished (failed)" in one_line_error(again)
     assert "no resumable task" in one_line_error(saber("resume", "nope", home=tmp_path))
+
+
+@pytest.mark.slow
+def test_unreachable_database_and_missing_config_are_one_line(tmp_path: Path) -> None:
+    done = saber("tools", home=tmp_path, SABER_DATABASE_URL="postgresql://u:secretpw@127.0.0.1:9/db")
+    assert done.returncode == 2 and "cannot connect to PostgreSQL" in one_line_error(done)
+    assert "secretpw" not in done.stderr
+    done = saber("config", home=tmp_path, SABER_CONFIG=str(tmp_path / "typo.toml"))
+    assert done.returncode == 2 and "does not exist" in one_line_error(done)
+
+
+@pytest.mark.slow
+def test_ctrl_c_does_not_wait_for_background_model_calls(tmp_path: Path) -> None:
+    import signal
+    import socket
+
+    with socket.socket() as stalled:  # accepts connections and never answers: a model endpoint that hangs
+        stalled.bind(("127.0.0.1", 0))
+        stalled.listen(16)
+        url = f"http://127.0.0.1:{stalled.getsockname()[1]}/v1"
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+        environ.update({"SABER_HOME": str(tmp_path), "SABER_LLM_MODEL": "m", "SABER_LLM_BASE_URL": url,
+                        "SABER_LLM_TIMEOUT": "120", "SABER_LLM_MAX_RETRIES": "0", "SABER_SEARCH_BACKEND": "none"})
+        proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ask", "你好", "--json"], env=environ,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the request reached the model call
+            if json.loads(line)["type"] == "route":
+                break
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)  # the model call would hang for 120 s: waiting on it would fail here
+        proc.stdout.close()
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr

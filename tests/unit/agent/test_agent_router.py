@@ -22,6 +22,12 @@ TOOLS = ["get_time", "get_weather", "search_web", "rag_search", "write_document"
         ("上海天气怎么样", "tool", "keywords:tool(weather)"),
         ("what's the weather like in Paris", "tool", "keywords:tool(weather)"),
         ("帮我搜索一下 Python 3.13 的新特性", "tool", "keywords:tool(search)"),
+        ("weather and time", "react", "keywords:react(time+weather)"),
+        ("Tokyo weather and time", "react", "keywords:react(time+weather)"),
+        ("我是研究生，北京今天天气怎么样", "tool", "keywords:tool(weather)"),
+        ("快速排序的时间复杂度是什么", "chat", "default:chat"),
+        ("what is the time complexity of quicksort", "chat", "default:chat"),
+        ("研究表明喝茶有益吗", "chat", "default:chat"),
         ("你好", "chat", "default:chat"),
         ("Tell me a joke", "chat", "default:chat"),
         ("sometimes I wonder", "chat", "default:chat"),
@@ -53,3 +59,11 @@ def test_explicit_options_win() -> None:
     assert multi_step.mode == "react"
     assert route("anything", tools=TOOLS, knowledge_loaded=True, options=RouteOptions(use_rag=True)).mode == "rag"
     assert route("anything", tools=TOOLS, knowledge_loaded=False, options=RouteOptions(use_rag=True)).mode == "chat"
+    assert route("anything", tools=TOOLS, knowledge_loaded=True, options=RouteOptions(use_rag=False)).mode == "chat"
+
+
+def test_forced_tool_mode_offers_the_tools_the_query_needs() -> None:
+    weather = route("北京天气怎么样", tools=TOOLS, knowledge_loaded=False, options=RouteOptions(mode="tool"))
+    assert (weather.mode, weather.tools) == ("tool", ["get_weather"])
+    vague = route("do something", tools=TOOLS, knowledge_loaded=False, options=RouteOptions(mode="tool"))
+    assert vague.tools == []

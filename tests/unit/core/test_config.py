@@ -73,3 +73,29 @@ def test_secrets_are_masked() -> None:
 def test_blank_model_means_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SABER_LLM_MODEL", "  ")
     assert not Settings.load().has_model
+
+
+def test_home_is_expanded_and_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("SABER_HOME", "~/data")
+    s = Settings.load()
+    assert s.home == tmp_path / "data" and s.sqlite_path == tmp_path / "data" / "saber.db"
+    monkeypatch.setenv("SABER_HOME", "")
+    assert Settings.load().home == tmp_path / ".saber"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SABER_HOME", "relative")
+    assert Settings.load().home == tmp_path / "relative"
+
+
+def test_a_missing_explicit_config_file_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SABER_CONFIG", str(tmp_path / "typo.toml"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        Settings.load()
+
+
+def test_an_explicit_home_reads_its_own_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "saber.toml").write_text('[llm]\nmodel = "from-other-home"\n', encoding="utf-8")
+    assert Settings.load(home=other).llm_model == "from-other-home"
+    assert Settings.load().llm_model is None

@@ -68,6 +68,14 @@ _PASSWORD_EN = re.compile(
 _PASSWORD_ZH = re.compile(
     r"(?:密码|口令|支付密码|登录密码|开机密码|PIN码|pin码)\s*(?:是|为|[:：=])\s*(?!什么|多少|啥|不是|否|吗|对|错|正确|错误)\S{2,}"
 )
+_VALUE_LIKE = r"(?=\S*[0-9!@#$%^&*_\-+=.])[^\s,，。;；]{4,}"
+"""A token that reads like a credential value: four or more characters with a digit or a symbol."""
+_PASSWORD_NEAR = re.compile(
+    rf"(?i)(?:\b(?:password|passwd|passphrase|pwd|passcode|pin(?: code| number)?)\b|密码|口令|PIN码|pin码)"
+    rf"[^.。!！?？\n]{{0,30}}?(?<![\w-]){_VALUE_LIKE}"
+)
+"""A credential word followed closely by a value, whatever joins them ("password for home is tulip-42",
+"密码 tulip4242", "bank PIN 4921")."""
 _SECRET_ASSIGN = re.compile(
     r"(?i)\b(?:api[_\s-]?key|secret(?:[_\s-]?key)?|access[_\s-]?(?:key|token)|auth[_\s-]?token|token|client[_\s-]?secret)"
     r"\s*(?:is|=|:|：)\s*[\"']?[A-Za-z0-9_\-./+=]{12,}"
@@ -96,6 +104,7 @@ def _credentials(text: str) -> Rejection | None:
     for pattern, reason in (
         (_PASSWORD_EN, "looks like a password"),
         (_PASSWORD_ZH, "looks like a password"),
+        (_PASSWORD_NEAR, "looks like a password"),
         (_SECRET_ASSIGN, "looks like an API key or token"),
         (_SECRET_ZH, "looks like a secret key"),
         (_CVV, "looks like a card security code"),
@@ -166,6 +175,13 @@ _INJECTION_PATTERNS: list[re.Pattern[str]] = [
         r"(?:(?:system|safety|old)\s+)?(?:instructions?|prompts?|rules|directives|guidelines|programming|messages)\b"
     ),
     re.compile(r"(?i)\b(?:ignore|disregard)\s+(?:all|any)\s+(?:instructions?|prompts?|rules|directives|guidelines)\b"),
+    re.compile(
+        r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:(?:all|any|of|the|your)\s+)*(?:prior|previous|earlier|above)\s+"
+        r"(?:guidance|context|conversation|everything|input|setup|configuration)\b"
+    ),
+    re.compile(r"(?i)\bforget\s+everything\s+(?:you\s+(?:were|have\s+been)\s+told|above|before)\b"),
+    re.compile(r"(?i)\bact\s+as\b[^.!?]{0,60}\bfrom\s+now\s+on\b|\bfrom\s+now\s+on\b[^.!?]{0,20}\bact\s+as\b"),
+    re.compile(r"(?i)\bnew\s+system\s+prompt\b"),
     re.compile(r"(?i)\byou\s+are\s+now\b"),
     re.compile(r"(?i)\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must|should|shall)\b"),
     re.compile(r"(?i)\bpretend\s+(?:that\s+)?you\s*(?:are|'re)\b"),
@@ -180,7 +196,8 @@ _INJECTION_PATTERNS: list[re.Pattern[str]] = [
         r"(?:所有|全部)?(?:指令|指示|提示词?|规则|设定|要求|命令|对话|约束)"
     ),
     re.compile(r"你现在(?:是|扮演|的身份是|的角色是)"),
-    re.compile(r"从现在(?:开始|起)，?你(?:是|要|必须|将|只能|应该)"),
+    re.compile(r"从现在(?:开始|起)[，,]?\s*你(?:就)?(?:是|要|必须|将|只能|应该|扮演|充当|作为)"),
+    re.compile(r"(?:你)?(?:扮演|充当)一个不受(?:任何)?(?:限制|约束)"),
     re.compile(r"你的新(?:身份|角色|指令|任务|规则)(?:是|为)"),
     re.compile(r"(?:泄露|输出|显示|告诉我)(?:你的)?系统提示"),
     re.compile(r"(?m)(?:^|[。！？；\s])系统\s*[:：]"),
