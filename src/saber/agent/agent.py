@@ -21,15 +21,16 @@ from saber.agent.memory import MemoryService
 from saber.agent.memory.gates import check_memory_text, redact_secrets
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
-from saber.agent.modes.react import TASK_KIND, resume_react, run_react
+from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import pick_tool_call, run_tool
 from saber.agent.prompts import language_of
 from saber.agent.router import Mode, RouteDecision, RouteOptions, route
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
+from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
-from saber.graph.checkpoint import Checkpoint, CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
+from saber.graph.checkpoint import CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
 from saber.llm.nomodel import is_no_model
@@ -146,7 +147,7 @@ class Agent:
         if use_rag is False:
             tools.pop("rag_search", None)
         if task_id is not None:
-            await self._check_new_task_id(task_id)
+            await check_new_task_id(self.services.checkpoints, task_id, self._requests)
         options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
         turn = self._new_turn(query.strip(), user_id, task_id or uuid.uuid4().hex, tools)
 
@@ -169,7 +170,7 @@ class Agent:
         Finished nodes keep their results and are not run again; the rest run, then the answer is
         written. With ``user_id``, only that user's own task can be resumed.
         """
-        saved = await self._unfinished_task(task_id, user_id)
+        saved = await resumable_task(self.services.checkpoints, task_id, user_id=user_id, running=self._requests)
         meta = saved.meta
         known = self.registry.snapshot()
         tools = {name: known[name] for name in meta.get("tools", known) if name in known}
@@ -192,41 +193,7 @@ class Agent:
 
     async def tasks(self, *, user_id: str | None = None, unfinished: bool = True) -> list[dict[str, Any]]:
         """Checkpointed react tasks (id, status, user, query), oldest first; unfinished ones by default."""
-        store = self.services.checkpoints
-        if store is None:
-            return []
-        out = []
-        for tid in await store.list_tasks():
-            saved = await store.load(tid)
-            if saved is None or saved.meta.get("kind") != TASK_KIND:
-                continue
-            if (unfinished and saved.status not in ("running", "cancelled")) or (user_id and saved.meta.get("user_id") != user_id):
-                continue
-            done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
-            out.append({"task_id": tid, "status": saved.status, "user_id": saved.meta.get("user_id"),
-                        "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done})
-        return out
-
-    async def _check_new_task_id(self, task_id: str) -> None:
-        """A caller-chosen id must be new: reusing one would overwrite that task's checkpoint."""
-        if not task_id.strip():
-            raise ValueError("task_id must not be empty")
-        store = self.services.checkpoints
-        if task_id in self._requests or (store is not None and await store.load(task_id) is not None):
-            raise ValueError(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
-
-    async def _unfinished_task(self, task_id: str, user_id: str | None) -> Checkpoint:
-        store = self.services.checkpoints
-        saved = await store.load(task_id) if store is not None else None
-        if saved is None or saved.meta.get("kind") != TASK_KIND:
-            raise ValueError(f"no resumable task {task_id!r}")
-        if user_id is not None and saved.meta.get("user_id") != user_id:
-            raise ValueError(f"task {task_id!r} belongs to another user")
-        if saved.status not in ("running", "cancelled"):
-            raise ValueError(f"task {task_id!r} already finished ({saved.status})")
-        if task_id in self._requests:
-            raise ValueError(f"task {task_id} is already running")
-        return saved
+        return await list_tasks(self.services.checkpoints, user_id=user_id, unfinished=unfinished)
 
     async def ask(self, query: str, **options: Any) -> Answer:
         """Run a request to the end and return its answer with all events."""

@@ -1,0 +1,52 @@
+"""Checkpointed react tasks as the agent sees them: listing, claiming a new id, finding one to resume."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from saber.agent.modes.react import TASK_KIND
+from saber.graph.checkpoint import Checkpoint, CheckpointStore
+
+RESUMABLE = ("running", "cancelled")
+"""running: the process that ran it died; cancelled: a user stopped it."""
+
+
+async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfinished: bool) -> list[dict[str, Any]]:
+    """Agent tasks (id, status, user, query, steps), oldest first; only resumable ones when ``unfinished``."""
+    if store is None:
+        return []
+    out = []
+    for task_id in await store.list_tasks():
+        saved = await store.load(task_id)
+        if saved is None or saved.meta.get("kind") != TASK_KIND:
+            continue
+        if (unfinished and saved.status not in RESUMABLE) or (user_id and saved.meta.get("user_id") != user_id):
+            continue
+        done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
+        out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
+                    "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done})
+    return out
+
+
+async def check_new_task_id(store: CheckpointStore | None, task_id: str, running: Collection[str]) -> None:
+    """A caller-chosen id must be new: reusing one would overwrite that task's checkpoint."""
+    if not task_id.strip():
+        raise ValueError("task_id must not be empty")
+    if task_id in running or (store is not None and await store.load(task_id) is not None):
+        raise ValueError(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
+
+
+async def resumable_task(store: CheckpointStore | None, task_id: str, *, user_id: str | None,
+                         running: Collection[str]) -> Checkpoint:
+    """The checkpoint of an agent task that may be resumed now, or a ValueError saying why not."""
+    saved = await store.load(task_id) if store is not None else None
+    if saved is None or saved.meta.get("kind") != TASK_KIND:
+        raise ValueError(f"no resumable task {task_id!r}")
+    if user_id is not None and saved.meta.get("user_id") != user_id:
+        raise ValueError(f"task {task_id!r} belongs to another user")
+    if saved.status not in RESUMABLE:
+        raise ValueError(f"task {task_id!r} already finished ({saved.status})")
+    if task_id in running:
+        raise ValueError(f"task {task_id} is already running")
+    return saved
