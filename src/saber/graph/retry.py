@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import socket
 from dataclasses import dataclass
 
 import httpx
@@ -19,9 +20,16 @@ class Failure:
     retryable: bool
 
 
+_CONNECTION_ERRORS = (ConnectionError, socket.gaierror, httpx.TransportError)
+"""Errors of reaching a backend. Other ``OSError``s (a missing file, no permission) are local
+and would fail the same way again, so they are not retried."""
+
+
 def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
-    """Retryable: ``ToolError(retryable=True)``, timeouts, connection errors, HTTP 5xx/429.
-    Not retryable: bad arguments, unknown tools or agents, HTTP 4xx, anything else (a bug)."""
+    """Retryable: ``ToolError(retryable=True)``, timeouts, connection errors, HTTP 5xx/429, and any
+    exception whose boolean ``retryable`` attribute says so (``saber.llm.ModelError``).
+    Not retryable: bad arguments, unknown tools or agents, HTTP 4xx, local OS errors, anything
+    else (a bug)."""
     if isinstance(exc, LookupError) and type(exc).__name__ == "PlaceholderError":
         return Failure(message=str(exc), retryable=False)
     if isinstance(exc, ToolError):
@@ -32,8 +40,11 @@ def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
     if isinstance(exc, httpx.HTTPStatusError):
         code = exc.response.status_code
         return Failure(message=f"HTTP {code} from {exc.request.url}", retryable=code >= 500 or code == 429)
-    if isinstance(exc, httpx.TransportError | OSError):
+    if isinstance(exc, _CONNECTION_ERRORS):
         return Failure(message=f"connection error: {type(exc).__name__}: {exc}", retryable=True)
+    flag = getattr(exc, "retryable", None)
+    if isinstance(flag, bool):
+        return Failure(message=f"{type(exc).__name__}: {exc}", retryable=flag)
     return Failure(message=f"{type(exc).__name__}: {exc}", retryable=False)
 
 

@@ -10,6 +10,7 @@ checkpoint is written before any dependent starts.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import inspect
 import logging
@@ -18,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from saber.events import (
@@ -38,10 +39,10 @@ from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.races import run_race
 from saber.graph.result import RunResult, RunStatus
-from saber.graph.retry import backoff_seconds, classify
+from saber.graph.retry import Failure, backoff_seconds, classify
 from saber.graph.state import GraphState
 from saber.graph.taskgraph import GraphError, TaskGraph
-from saber.tools.base import Tool
+from saber.tools.base import ThreadCall, Tool, call_in_thread
 from saber.tools.errors import ToolError, UnknownToolError
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,26 @@ class _Wake:
 
 
 _Message = NodeOutcome | RaceOutcome | _ReplanDone | _Wake
+
+
+@dataclass(eq=False, kw_only=True, slots=True)
+class _Attempt:
+    """One attempt of one node, bound into the context its tool runs in (threads included), so
+    what the tool emits can be traced back to it, and dropped once the attempt is over."""
+
+    runtime: GraphRuntime
+    node_id: str
+    number: int
+    call: ThreadCall[Any] | None = field(default=None, repr=False)
+    """Set when a sync tool runs in its own thread."""
+
+    def abandoned_thread(self) -> bool:
+        """The attempt was given up (timeout, cancel) while its thread is still running."""
+        return self.call is not None and self.call.future.cancelled() and self.call.thread.is_alive()
+
+
+_attempts: contextvars.ContextVar[tuple[_Attempt, ...]] = contextvars.ContextVar("saber_graph_attempts", default=())
+"""The attempts the current code runs inside, innermost last (a sub-agent may run a graph of its own)."""
 
 
 class GraphRuntime:
@@ -114,6 +135,8 @@ class GraphRuntime:
         self._graph_changed = False
         self._nothing_to_add = False
         """The replanner, asked after the graph drained, added nothing: the run is over."""
+        self._live: set[_Attempt] = set()
+        """Attempts under way; events from any other attempt of this runtime are dropped."""
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -191,6 +214,7 @@ class GraphRuntime:
         while not self._cancelled:
             drained = not self._state.running and self._replan_task is None
             if drained and (self._nothing_to_add or not self._start_replan("drained", "all nodes finished")):
+                await self._fail_stranded()
                 return
             batch = [await self._queue.get()]
             while not self._queue.empty():
@@ -203,6 +227,19 @@ class GraphRuntime:
                 self._apply(message, changed, events)
             launch = self._state.settle(changed, events)
             await self._commit(changed, events, launch)
+
+    async def _fail_stranded(self) -> None:
+        """Nothing runs and nothing will: a node still pending now is a scheduler bug. Fail it
+        loudly rather than let the run look finished."""
+        changed: list[Node] = []
+        events: list[Event] = []
+        stranded = self._state.fail_stranded("internal error: never started (the run drained while it was pending)",
+                                             changed, events)
+        if stranded:
+            log.error("task %s drained with nodes never started: %s", self.task_id, ", ".join(stranded))
+            events.insert(0, Error(message=f"internal error: the run drained with {', '.join(stranded)} never started",
+                                   where="runtime"))
+            await self._commit(changed, events, [])
 
     def _apply(self, message: _Message, changed: list[Node], events: list[Event]) -> None:
         if isinstance(message, NodeOutcome):
@@ -277,11 +314,15 @@ class GraphRuntime:
             timeout_ms = self.config.sub_agent_timeout_ms if node.type == "sub_agent" else self.config.step_timeout_ms
             async with self._sem:
                 await self._emit(NodeStart(id=node.id, tool=node.target, attempt=attempt))
+                current = _Attempt(runtime=self, node_id=node.id, number=attempt)
                 try:
                     async with asyncio.timeout(timeout_ms / 1000.0 if timeout_ms else None):
-                        result = await self._call(node, attempt)
+                        result = await self._attempt(node, current)
                 except Exception as exc:
                     failure = classify(exc, timeout_ms=timeout_ms)
+                    if failure.retryable and attempt < attempts and current.abandoned_thread():
+                        failure = Failure(retryable=False, message=f"{failure.message}; the tool is still running "
+                                          "in its thread, so it is not retried (a retry would run it twice at once)")
                 else:
                     return NodeOutcome(node_id=node.id, status=NodeStatus.DONE, result=result,
                                        duration_ms=(time.perf_counter() - started) * 1000.0)
@@ -295,7 +336,16 @@ class GraphRuntime:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _call(self, node: Node, attempt: int) -> Any:
+    async def _attempt(self, node: Node, current: _Attempt) -> Any:
+        self._live.add(current)
+        token = _attempts.set((*_attempts.get(), current))
+        try:
+            return await self._call(node, current)
+        finally:
+            _attempts.reset(token)
+            self._live.discard(current)
+
+    async def _call(self, node: Node, current: _Attempt) -> Any:
         inputs = self._state.inputs(node) if node.depends_on else {}
         # placeholders can only name dependencies: without any, there is nothing to substitute
         params = self._substitute(node.params, {dep: value for (dep, _), value in inputs.items()}) if inputs else node.params
@@ -307,7 +357,7 @@ class GraphRuntime:
             await self._emit(Step(kind="action", content=node.goal or f"{node.agent}", tool=node.agent,
                                   params=params, node_id=node.id))
             task = SubAgentTask(goal=node.goal, params=params, node_id=node.id, agent=node.agent or "",
-                                task_id=self.task_id, attempt=attempt,
+                                task_id=self.task_id, attempt=current.number,
                                 upstream={f"{dep}:{target}": value for (dep, target), value in inputs.items()})
             return await agent.run(task)
         tool = self.tools.get(node.tool or "")
@@ -315,12 +365,20 @@ class GraphRuntime:
             raise UnknownToolError(node.tool or "", known=list(self.tools))
         args = tool.validate(params)
         await self._emit(Step(kind="action", content=f"{tool.name}", tool=tool.name, params=args, node_id=node.id))
-        return await tool.run(args, validate=False)
+        if not tool.is_sync:
+            return await tool.run(args, validate=False)
+        # A thread of its own (not the loop's shared executor): one stuck past its timeout keeps
+        # only that thread, and the attempt can tell it is still running (see _run_node).
+        current.call = call_in_thread(tool.execute, args)
+        result = await current.call.future
+        return await result if inspect.isawaitable(result) else result
 
     # -- replanning -------------------------------------------------------------------------------
 
     def _start_replan(self, reason: str, detail: str) -> bool:
         if self.replanner is None or self._replan_task is not None or self.replans_used >= self.config.max_replan:
+            return False
+        if self._cancelled or self._phase != "running":  # nobody would await it: no model call for a stopped task
             return False
         self.replans_used += 1
         self._replan_due = None
@@ -352,6 +410,10 @@ class GraphRuntime:
                 added = self._state.add(done.nodes)
             except GraphError as exc:
                 events.append(Error(message=f"replan rejected: {exc}", where="replan"))
+                added = []
+            except Exception as exc:  # whatever a replanner returns, it must not kill the loop
+                log.exception("replan of task %s could not be applied", self.task_id)
+                events.append(Error(message=f"replan rejected: {type(exc).__name__}: {exc}", where="replan"))
                 added = []
             self._graph_changed = self._graph_changed or bool(added)
             self._nothing_to_add = done.request.reason == "drained" and not added
@@ -396,12 +458,47 @@ class GraphRuntime:
             log.exception("event handler failed on %s", event.type)
 
     def _emit_from_tool(self, event: Event) -> Any:
-        """The handler tools reach through ``saber.events.emit``; safe from worker threads."""
+        """The handler tools reach through ``saber.events.emit``; safe from worker threads.
+
+        An event is delivered only while the attempt that emitted it is under way and the run is
+        running: a thread abandoned at its timeout may emit long after its node_done, or after
+        ``run()`` returned, and a UI must never see that."""
         assert self.on_event is not None and self._loop is not None
+        attempt = next((a for a in reversed(_attempts.get()) if a.runtime is self), None)
         if threading.get_ident() == self._loop_thread:
-            return self.on_event(event)
-        self._loop.call_soon_threadsafe(lambda: self._spawn(self._emit(event), "saber-emit"))
+            return self.on_event(event) if self._accepts(attempt, event) else None
+        try:
+            self._loop.call_soon_threadsafe(self._deliver_from_thread, attempt, event)
+        except RuntimeError:  # the loop is closed: the run is long over
+            log.debug("dropped %s event from a tool thread: its event loop is closed", event.type)
         return None
+
+    def _accepts(self, attempt: _Attempt | None, event: Event) -> bool:
+        if self._phase == "running" and (attempt is None or attempt in self._live):
+            return True
+        where = f"node {attempt.node_id} attempt {attempt.number}" if attempt is not None else "a tool"
+        log.debug("dropped %s event from %s of task %s: it is over", event.type, where, self.task_id)
+        return False
+
+    def _deliver_from_thread(self, attempt: _Attempt | None, event: Event) -> None:
+        """On the loop: checked here, not in the thread, so it cannot race the attempt's end."""
+        if not self._accepts(attempt, event):
+            return
+        assert self.on_event is not None
+        try:
+            result = self.on_event(event)
+        except Exception:
+            log.exception("event handler failed on %s", event.type)
+            return
+        if result is not None and inspect.isawaitable(result):
+            self._spawn(self._await_handler(result, event), "saber-emit")
+
+    @staticmethod
+    async def _await_handler(pending: Any, event: Event) -> None:
+        try:
+            await pending
+        except Exception:
+            log.exception("event handler failed on %s", event.type)
 
     async def _save_graph(self) -> None:
         if self.checkpoint is None:
@@ -425,7 +522,8 @@ class GraphRuntime:
     def _run_status(self) -> RunStatus:
         if self._cancelled:
             return "cancelled"
-        if any(n.status is NodeStatus.FAILED or self._state.failure_skipped(n) for n in self.graph):
+        unfinished = (NodeStatus.FAILED, NodeStatus.PENDING, NodeStatus.RUNNING)  # the last two: never "done"
+        if any(n.status in unfinished or self._state.failure_skipped(n) for n in self.graph):
             return "failed"
         return "done"
 

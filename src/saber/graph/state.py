@@ -12,7 +12,7 @@ from saber.events import Event, NodeDone, RaceWon, Step
 from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
-from saber.graph.taskgraph import GraphError, TaskGraph
+from saber.graph.taskgraph import GraphError, TaskGraph, find_cycle
 
 _OBSERVATION_CHARS = 2000
 
@@ -55,7 +55,11 @@ class GraphState:
         self._check_races()
 
     def _check_races(self) -> None:
-        """A race member may not depend on another member of its group: they could never start together."""
+        """A race member may not depend on another member of its group, and race groups may not
+        wait on each other (through members or plain nodes): a group starts only when all its
+        members are ready, so either would hold its members forever."""
+        if not self._groups:
+            return
         for group, members in self._groups.items():
             member_set = set(members)
             for member in members:
@@ -68,6 +72,25 @@ class GraphState:
                     if dep not in seen:
                         seen.add(dep)
                         stack.extend(self.graph[dep].depends_on)
+        self._check_group_cycles()
+
+    def _check_group_cycles(self) -> None:
+        group_of = {m: g for g, members in self._groups.items() for m in members}
+
+        def vertex(node_id: str) -> str:
+            group = group_of.get(node_id)
+            return f"\0{group}" if group is not None else node_id  # \0: cannot clash with a node id
+
+        edges: dict[str, set[str]] = {}
+        for node in self.graph:
+            edges.setdefault(vertex(node.id), set()).update(vertex(d) for d in node.depends_on)
+        for source, targets in edges.items():
+            targets.discard(source)
+        cycle = find_cycle(edges)
+        if cycle:
+            path = " -> ".join(v[1:] if v.startswith("\0") else f"node {v}" for v in cycle)
+            raise GraphError(f"race groups wait on each other: {path} "
+                             "(a race group starts only when every member is ready)")
 
     def add(self, nodes: Iterable[Node]) -> list[str]:
         """Add a replan's nodes (fresh copies, pending). Raises GraphError and changes nothing if invalid."""
@@ -79,7 +102,7 @@ class GraphState:
         self.graph.add(fresh)
         try:
             self._index(fresh)
-        except GraphError:
+        except Exception:
             for node in fresh:
                 del self.graph.nodes[node.id]
                 for dep in node.depends_on:
@@ -181,6 +204,18 @@ class GraphState:
                 if self.graph[child].status is NodeStatus.PENDING:
                     reason = self._blocked(self.graph[child]) or error
                     self._finish_node(self.graph[child], NodeStatus.SKIPPED, None, reason, changed, events)
+
+    def fail_stranded(self, error: str, changed: list[Node], events: list[Event]) -> list[str]:
+        """Fail every node still pending or running (the scheduler drained without them)."""
+        stranded = [n for n in self.graph if n.status in (NodeStatus.PENDING, NodeStatus.RUNNING)]
+        for node in stranded:
+            node.status, node.error = NodeStatus.FAILED, error
+            self.running.discard(node.id)
+            self.finished_order.append(node.id)
+            changed.append(node)
+            events.append(NodeDone(id=node.id, tool=node.target, status=node.status.value,
+                                   duration_ms=node.duration_ms, attempts=node.attempts, error=error))
+        return [n.id for n in stranded]
 
     def cancel_rest(self, changed: list[Node], events: list[Event]) -> None:
         for node in self.graph:

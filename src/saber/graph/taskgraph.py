@@ -3,13 +3,40 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from saber.graph.node import Node, NodeStatus
 
 
 class GraphError(ValueError):
     """A graph that cannot run: duplicate ids, dangling dependencies or a cycle."""
+
+
+def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """A cycle as a path ``[a, b, ..., a]`` in ``vertex -> vertices it points to``, or None.
+    Edges to vertices missing from ``edges`` are ignored."""
+    white, grey, black = 0, 1, 2
+    color = dict.fromkeys(edges, white)
+    for start in edges:
+        if color[start] != white:
+            continue
+        stack: list[tuple[str, Iterator[str]]] = [(start, iter(edges[start]))]
+        color[start] = grey
+        while stack:
+            vertex, targets = stack[-1]
+            target = next(targets, None)
+            if target is None:
+                color[vertex] = black
+                stack.pop()
+            elif target not in color or color[target] == black:
+                continue
+            elif color[target] == grey:
+                path = [v for v, _ in stack]
+                return [*path[path.index(target):], target]
+            else:
+                color[target] = grey
+                stack.append((target, iter(edges[target])))
+    return None
 
 
 class TaskGraph:
@@ -48,28 +75,7 @@ class TaskGraph:
 
     def find_cycle(self) -> list[str] | None:
         """A cycle as a path ``[a, b, ..., a]`` following depends_on edges, or None."""
-        white, grey, black = 0, 1, 2
-        color = dict.fromkeys(self.nodes, white)
-        for start in self.nodes:
-            if color[start] != white:
-                continue
-            stack: list[tuple[str, Iterator[str]]] = [(start, iter(self.nodes[start].depends_on))]
-            color[start] = grey
-            while stack:
-                node_id, deps = stack[-1]
-                dep = next(deps, None)
-                if dep is None:
-                    color[node_id] = black
-                    stack.pop()
-                elif dep not in self.nodes or color[dep] == black:
-                    continue
-                elif color[dep] == grey:
-                    path = [n for n, _ in stack]
-                    return [*path[path.index(dep):], dep]
-                else:
-                    color[dep] = grey
-                    stack.append((dep, iter(self.nodes[dep].depends_on)))
-        return None
+        return find_cycle({n.id: n.depends_on for n in self.nodes.values()})
 
     def levels(self) -> list[list[str]]:
         """Node ids grouped by depth (for display; the runtime does not wait level by level)."""
@@ -117,11 +123,13 @@ class TaskGraph:
     def add(self, nodes: Iterable[Node]) -> None:
         """Add nodes (a replan); the graph is validated again and left unchanged if that fails."""
         new = list(nodes)
-        before = dict(self.nodes)
-        for node in new:
-            if node.id in self.nodes:
+        seen: set[str] = set()
+        for node in new:  # checked before anything changes, against the graph and within the batch
+            if node.id in self.nodes or node.id in seen:
                 raise GraphError(f"duplicate node id: {node.id}")
-            self.nodes[node.id] = node
+            seen.add(node.id)
+        before = dict(self.nodes)
+        self.nodes.update((node.id, node) for node in new)
         try:
             self.validate()
         except GraphError:

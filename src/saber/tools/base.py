@@ -4,12 +4,15 @@ callable the system runs (never serialised)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import json
+import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 from saber.tools.coerce import SchemaErrors, coerce_arguments
 from saber.tools.errors import ToolArgumentError
@@ -17,6 +20,53 @@ from saber.tools.function_schema import function_schema, validate_with_model
 
 Execute = Callable[[dict[str, Any]], Any]
 """Takes the validated arguments; returns the result, or an awaitable of it."""
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCall(Generic[T]):
+    """A sync call running in a daemon thread of its own, awaited through ``future``.
+
+    Cancelling the await abandons the call (Python cannot stop a thread): ``thread`` tells
+    whether it is still running, e.g. before deciding to start the same call again."""
+
+    thread: threading.Thread
+    future: asyncio.Future[T]
+
+
+def call_in_thread(func: Callable[..., T], *args: Any) -> ThreadCall[T]:
+    """Start ``func(*args)`` in a new daemon thread, with the caller's context variables.
+
+    Not the event loop's shared executor: a call stuck past its caller's timeout keeps only its
+    own thread, so it can never queue other work behind it. The result is handed back to the
+    loop if anyone is still waiting for it and the loop is still open."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if future.done():  # the caller gave up (a timeout or a cancel)
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def main() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, context.run(func, *args))
+        except BaseException as exc:  # handed to the awaiting task, raised there
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:  # the loop closed while the call ran: nobody is left to tell
+            log.debug("%s finished after its event loop closed", getattr(func, "__name__", func))
+
+    thread = threading.Thread(target=main, name=f"saber-tool-{getattr(func, '__name__', 'call')}", daemon=True)
+    thread.start()
+    return ThreadCall(thread=thread, future=future)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,15 +159,21 @@ class Tool:
             raise ToolArgumentError(f"{self.name}: {exc}", tool=self.name, errors=exc.errors) from None
 
     async def run(self, arguments: Mapping[str, Any] | None = None, *, validate: bool = True) -> Any:
-        """Validate, then execute: async tools are awaited, sync tools run in a worker thread."""
+        """Validate, then execute: async tools are awaited, sync tools run in a thread of their own
+        (see ``call_in_thread``)."""
         args = self.validate(arguments) if validate else dict(arguments or {})
         if _is_async(self.execute):
             result = await self.execute(args)
         else:
-            result = await asyncio.to_thread(self.execute, args)
+            result = await call_in_thread(self.execute, args).future
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    @property
+    def is_sync(self) -> bool:
+        """True when ``execute`` is a plain function (run in a thread), False for a coroutine one."""
+        return not _is_async(self.execute)
 
     # -- renderings ---------------------------------------------------------------------------
 
