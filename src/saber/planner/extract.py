@@ -23,16 +23,16 @@ class Found:
     truncated: bool
 
 
-def find_plan(text: str) -> Found | None:
-    """The first plan shape in ``text`` (a non-empty plan beats an earlier ``[]``)."""
-    empty: Found | None = None
+def find_plans(text: str) -> Iterator[Found]:
+    """Every plan shape in ``text``, in order: code fences first, then the whole text.
+
+    Lazy, so a caller that takes the first usable one pays for no more. An empty plan (``[]``)
+    is yielded too, unless it is cut off (then it is no answer at all).
+    """
     for source in [*fenced_blocks(text), text]:
         for found in _candidates(source):
-            if found.shape.nodes:
-                return found
-            if empty is None and not found.truncated:
-                empty = found
-    return empty
+            if found.shape.nodes or not found.truncated:
+                yield found
 
 
 def _candidates(text: str) -> Iterator[Found]:

@@ -1,7 +1,10 @@
 """LLMCompiler's numbered plan: ``1. search("x")`` … ``3. join()``.
 
-Each numbered call becomes node ``n<k>``; ``$k`` in its arguments stays as a placeholder that
-validation turns into a dependency on ``n<k>``. Positional arguments are matched to the tool's
+Each numbered call becomes node ``n<k>``. ``$k`` (or ``${k}``) naming an earlier step read here
+is rewritten ``${n<k>}`` in the arguments, which validation turns into a dependency; in a
+sub-agent's goal the text stays as written and the step becomes a dependency. This is the only
+shape where a bare ``$<digits>`` names a node: ``$1000`` (no such step) or ``$2`` in step 1 (not an
+earlier step) are amounts and stay text. Positional arguments are matched to the tool's
 parameters in schema order (a sub-agent's first positional argument is its goal).
 """
 
@@ -17,6 +20,7 @@ from saber.tools.base import Tool
 
 _LINE = re.compile(r"^\s*(?:Step\s*)?(\d+)[.):]\s*([A-Za-z_][\w.-]*)\s*\((.*)\)\s*(?:<END_OF_PLAN>)?\s*$")
 _BARE_REF = re.compile(r"(?<![\"'\w$])\$\{?(\d+)\}?")
+_STEP_REF = re.compile(r"\$(?:\{(\d+)\}|(\d+)\b)")
 
 
 def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> list[RawNode] | None:
@@ -37,9 +41,37 @@ def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str])
             continue
         positional, keywords = call
         params, goal = _bind(name, positional, keywords, tools)
+        earlier = {int(n["id"][1:]) for n in nodes if int(n["id"][1:]) < int(number)}
+        params, refs = _step_refs(params, earlier)
+        _, goal_refs = _step_refs(goal, earlier)
         nodes.append({"id": f"n{number}", "type": None, "tool": name, "agent": None, "goal": goal,
-                      "params": params, "depends_on": None, "race_group": None})
+                      "params": params, "depends_on": [*refs, *(r for r in goal_refs if r not in refs)] or None,
+                      "race_group": None})
     return nodes if matched else None
+
+
+def _step_refs(value: Any, steps: set[int]) -> tuple[Any, list[str]]:
+    """``value`` with ``$k``/``${k}`` naming one of ``steps`` rewritten ``${nk}``, and those node ids."""
+    found: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        k = int(match.group(1) or match.group(2))
+        if k not in steps:
+            return match.group(0)
+        if f"n{k}" not in found:
+            found.append(f"n{k}")
+        return "${n" + str(k) + "}"
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return _STEP_REF.sub(one, item) if "$" in item else item
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        return item
+
+    return walk(value), found
 
 
 def _call_args(arg_text: str) -> tuple[list[Any], dict[str, Any]] | None:

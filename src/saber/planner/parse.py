@@ -2,23 +2,25 @@
 
 Tiers, in order: cleaning (reasoning blocks, template tokens); text tool-call dialects of open
 models (recognised by their markers); JSON in any of the known shapes, found inside fences or
-prose and repaired when broken; LLMCompiler's numbered plan. Then validation (``validate.py``).
+prose and repaired when broken; LLMCompiler's numbered plan. Each plan found is validated
+(``validate.py``) in that order until one keeps a node.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from saber.graph.node import Node
 from saber.llm.text_tool_calls import extract_text_tool_calls
 from saber.planner.clean import strip_reasoning, strip_template_tokens
-from saber.planner.extract import find_plan
+from saber.planner.extract import find_plans
 from saber.planner.llmcompiler import parse_llmcompiler
 from saber.planner.result import ParsedPlan, PlanParseError
 from saber.planner.shapes import RawNode, from_tool_calls
-from saber.planner.validate import validate_nodes
+from saber.planner.validate import Validated, validate_nodes
 from saber.tools.base import Tool
 
 
@@ -36,8 +38,14 @@ def parse_plan(
     sub_agent nodes naming others are dropped). ``existing`` and ``limit`` serve replanning:
     new ids avoid the existing ones, new nodes may depend on them, at most ``limit`` are kept.
 
-    Returns a ParsedPlan (``nodes == []`` means the model said no tool is needed). Raises
-    PlanParseError when no plan is found, or when the plan had nodes and none survived.
+    Every plan-shaped value in the text is a candidate, in order (text tool calls, JSON in
+    fences, JSON in the text, a numbered plan): the first that keeps at least one node after
+    validation is the plan, and each one skipped before it is noted in ``warnings`` (a model
+    often mentions an unavailable tool or echoes the node format before its plan).
+
+    Returns a ParsedPlan (``nodes == []`` means the model said no tool is needed: an explicit
+    ``[]`` and no usable candidate). Raises PlanParseError when no plan is found, or when every
+    candidate had nodes and none survived.
     """
     if not isinstance(text, str):
         raise PlanParseError(f"planner output must be text, got {type(text).__name__}")
@@ -45,37 +53,73 @@ def parse_plan(
     cleaned, had_reasoning = strip_reasoning(strip_template_tokens(text))
     if had_reasoning:
         warnings.append("removed a reasoning block")
-    shape, raw, repaired = _read(cleaned, tools, warnings)
-    if raw is None:
-        reason = "no plan found in the planner output" if cleaned.strip() else "the planner output is empty"
-        raise PlanParseError(reason, warnings=warnings, text=text)
-    checked = validate_nodes(raw, tools, agents=agents, existing=existing, limit=limit)
-    warnings.extend(checked.warnings)
-    if raw and not checked.nodes:
-        raise PlanParseError("no usable node: " + "; ".join(checked.dropped.values()), warnings=warnings, text=text)
-    return ParsedPlan(nodes=checked.nodes, format="repaired" if repaired else shape, warnings=warnings,
-                      shape=shape, repaired=repaired)
+    empty: _Candidate | None = None
+    failed: list[tuple[_Candidate, Validated]] = []
+    tried: set[str] = set()
+    for candidate in _candidates(cleaned, tools, warnings):
+        if not candidate.raw:
+            empty = empty or candidate
+            continue
+        if failed:  # the same value again (a fence is also part of the whole text): validated already
+            key = _key(candidate.raw)
+            if key in tried:
+                continue
+            tried.add(key)
+        checked = validate_nodes(candidate.raw, tools, agents=agents, existing=existing, limit=limit)
+        if checked.nodes:
+            skipped = [f"skipped an earlier {c.shape} candidate with no usable node: " + "; ".join(v.dropped.values())
+                       for c, v in failed]
+            return _plan(candidate, [*warnings, *skipped, *candidate.notes, *checked.warnings], checked.nodes)
+        if not failed:
+            tried.add(_key(candidate.raw))
+        failed.append((candidate, checked))
+    if empty is not None:
+        skipped = [f"skipped a {c.shape} candidate with no usable node: " + "; ".join(v.dropped.values())
+                   for c, v in failed]
+        return _plan(empty, [*warnings, *skipped, *empty.notes], [])
+    if failed:
+        details = [w for c, v in failed for w in (*c.notes, *v.warnings)]
+        raise PlanParseError("no usable node: " + "; ".join(failed[0][1].dropped.values()),
+                             warnings=[*warnings, *details], text=text)
+    reason = "no plan found in the planner output" if cleaned.strip() else "the planner output is empty"
+    raise PlanParseError(reason, warnings=warnings, text=text)
 
 
-def _read(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> tuple[str, list[RawNode] | None, bool]:
-    """``(shape, raw nodes, repaired)``; raw nodes are None when nothing was recognised."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Candidate:
+    shape: str
+    raw: list[RawNode]
+    repaired: bool = False
+    notes: tuple[str, ...] = ()
+    """Warnings that belong to this candidate (a repair, a cut-off plan, a dialect's quirks)."""
+
+
+def _plan(candidate: _Candidate, warnings: list[str], nodes: list[Node]) -> ParsedPlan:
+    return ParsedPlan(nodes=nodes, format="repaired" if candidate.repaired else candidate.shape, warnings=warnings,
+                      shape=candidate.shape, repaired=candidate.repaired)
+
+
+def _key(raw: list[RawNode]) -> str:
+    return json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> Iterator[_Candidate]:
+    """Plan-shaped values in ``text``, lazily, in the order they are trusted."""
     dialect = extract_text_tool_calls(text)
     if dialect is not None and dialect.calls:
-        warnings.extend(dialect.warnings)
-        return dialect.format, from_tool_calls(dialect.calls), False
-    found = find_plan(text)
-    if found is not None:
-        if found.truncated:
-            warnings.append("the plan was cut off; kept its complete nodes")
-        elif found.repaired:
-            warnings.append("repaired broken JSON")
-        return found.shape.name, found.shape.nodes, found.repaired
-    compiled = parse_llmcompiler(text, tools, warnings)
+        yield _Candidate(shape=dialect.format, raw=from_tool_calls(dialect.calls), notes=tuple(dialect.warnings))
+    found_any = False
+    for found in find_plans(text):
+        found_any = True
+        note = ("the plan was cut off; kept its complete nodes",) if found.truncated else \
+            ("repaired broken JSON",) if found.repaired else ()
+        yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note)
+    compiled_notes: list[str] = []
+    compiled = parse_llmcompiler(text, tools, compiled_notes)
     if compiled is not None:
-        return "llmcompiler", compiled, False
-    if dialect is not None:
+        yield _Candidate(shape="llmcompiler", raw=compiled, notes=tuple(compiled_notes))
+    elif not found_any and dialect is not None and not dialect.calls:
         warnings.extend(dialect.warnings)
-    return "", None, False
 
 
 def plan_from_json(value: Any, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | None = None) -> ParsedPlan:

@@ -1,13 +1,16 @@
 """Placeholders: a node's params naming another node's result.
 
-Models write ``"$n1"``, ``"${n1}"``, ``"{{n1}}"`` or (LLMCompiler) ``"$1"``; braced forms may add
-a path into a structured result (``"${n1.city}"``, ``"{{n1.items.0}}"``). At parse time each
-reference to a node of the plan becomes a dependency and is rewritten in one canonical form,
-``${id}`` / ``${id.path}``. At run time ``substitute_placeholders`` puts the upstream results in:
-a value that is exactly one placeholder becomes the result itself (any type); a placeholder
-inside longer text becomes the result's text.
+Models write ``"$n1"``, ``"${n1}"`` or ``"{{n1}}"``; braced forms may add a path into a structured
+result (``"${n1.city}"``, ``"{{n1.items.0}}"``). At parse time each reference to a node of the
+plan becomes a dependency and is rewritten in one canonical form, ``${id}`` / ``${id.path}``.
+At run time ``substitute_placeholders`` puts the upstream results in: a value that is exactly one
+placeholder becomes the result itself (any type); a placeholder inside longer text becomes the
+result's text.
 
-A ``$`` that names no node ("under $500") is left alone.
+A bare number is never a node here: "under $500", "$1 pizza", "${1}" are text. LLMCompiler's
+``$1`` (a numbered plan's reference to step 1) is rewritten to ``${n1}`` by its own parser
+(``llmcompiler.py``), the one shape where it means a step. A ``$name`` that names no node is
+left alone too.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 _PATTERN = re.compile(
-    r"\$\{\s*(?P<b>[A-Za-z_][\w-]*|\d+)(?P<bp>(?:\.[\w-]+)*)\s*\}"
-    r"|\{\{\s*(?P<m>[A-Za-z_][\w-]*|\d+)(?P<mp>(?:\.[\w-]+)*)\s*\}\}"
-    r"|\$(?P<s>[A-Za-z_][\w-]*|\d+)\b"
+    r"\$\{\s*(?P<b>[A-Za-z_][\w-]*)(?P<bp>(?:\.[\w-]+)*)\s*\}"
+    r"|\{\{\s*(?P<m>[A-Za-z_][\w-]*)(?P<mp>(?:\.[\w-]+)*)\s*\}\}"
+    r"|\$(?P<s>[A-Za-z_][\w-]*)\b"
 )
-_CANONICAL = re.compile(r"\$\{(?P<id>[\w-]+)(?P<path>(?:\.[\w-]+)*)\}")
+"""The forms a model writes; node ids start with a letter (validation turns ``1`` into ``n1``)."""
+_CANONICAL = re.compile(r"\$\{(?P<id>[A-Za-z_][\w-]*)(?P<path>(?:\.[\w-]+)*)\}")
+"""The one form validation writes."""
 
 
 class PlaceholderError(LookupError):
@@ -83,8 +88,12 @@ def substitute_placeholders(params: Mapping[str, Any], results: Mapping[str, Any
 
     ``results`` maps node id → result. ``"${n1}"`` alone becomes ``results["n1"]`` unchanged;
     ``"${n1.city}"`` looks ``city`` up in it (a JSON text result is decoded first); inside longer
-    text the result is rendered as text (JSON for non-strings). Every form a model writes
-    (``$n1``, ``{{n1}}``) is accepted too. Raises PlaceholderError naming the missing node or key.
+    text the result is rendered as text (JSON for non-strings). Raises PlaceholderError naming
+    the missing node or key.
+
+    Validated params hold only the canonical form. ``$n1`` and ``{{n1}}`` (nodes built by hand)
+    are filled too, but only for a node in ``results`` (a dependency), and a bare number
+    (``$1``, ``${1}``) never is: a dollar amount in a user's query reaches the tool unchanged.
     """
 
     def lookup(node_id: str, path: str) -> Any:
@@ -96,11 +105,7 @@ def substitute_placeholders(params: Mapping[str, Any], results: Mapping[str, Any
         return value
 
     def resolve(ref: str) -> str | None:
-        if ref in results:
-            return ref
-        if ref.isdigit() and f"n{ref}" in results:
-            return f"n{ref}"
-        return None
+        return ref if ref in results else None
 
     def fill(text: str) -> Any:
         canon, _ = canonicalise(text, resolve)

@@ -55,7 +55,7 @@ def rule_plan(
     raw = _pipeline(query, agents)
     if not raw:
         raw = _tool_rules(query, tools, prefs, city_from_query or default_city_finder(), warnings)
-    checked = validate_nodes(raw, tools, agents=agents)
+    checked = validate_nodes(raw, tools, agents=agents, placeholders=False)  # the query is text, never a reference
     return ParsedPlan(nodes=checked.nodes, format="rules", shape="rules", warnings=warnings + checked.warnings)
 
 

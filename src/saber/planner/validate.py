@@ -4,7 +4,8 @@ In order: ids filled and de-duplicated; unknown tools and agents dropped (whitel
 checked and coerced with ``Tool.validate`` — except fields holding placeholders, whose types can
 only be checked once the upstream result is in (run time); placeholders become dependencies;
 dependencies that point nowhere removed; nodes whose placeholders name a dropped node dropped;
-and each cycle broken at the one edge that closes it.
+each cycle broken at the one edge that closes it; and race groups the runtime would refuse or
+never finish untangled (``races.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from saber.graph.node import Node
 from saber.graph.taskgraph import TaskGraph
 from saber.planner.placeholders import canonicalise, references
+from saber.planner.races import untangle_races
 from saber.planner.shapes import RawNode, params_object
 from saber.tools.base import Tool
 from saber.tools.errors import ToolArgumentError
@@ -62,9 +64,13 @@ def validate_nodes(
     agents: Mapping[str, str] | None = None,
     existing: Mapping[str, Node] | None = None,
     limit: int | None = None,
+    placeholders: bool = True,
 ) -> Validated:
     """Nodes ready for a TaskGraph. ``existing`` are nodes already in the graph (a replan): new
-    ids must not clash with them, new nodes may depend on them. ``limit`` caps the new nodes."""
+    ids must not clash with them, new nodes may depend on them. ``limit`` caps the new nodes.
+
+    ``placeholders=False`` takes params and goals as literal text (the rule planner copies the
+    user's query into them): nothing in them becomes a dependency or is rewritten."""
     warnings: list[str] = []
     dropped: dict[str, str] = {}
     existing = existing or {}
@@ -77,7 +83,7 @@ def validate_nodes(
 
     kept: list[_Work] = []
     for item in work:
-        problem = _check(item, tools, agents, alias, existing)
+        problem = _check(item, tools, agents, alias if placeholders else None, existing)
         if problem is None and limit is not None and len(kept) >= limit:
             problem = f"more than the {limit} new node(s) allowed"
         if problem is not None:
@@ -89,10 +95,14 @@ def validate_nodes(
     for item in kept:
         _resolve_deps(item, alias, existing, dropped, warnings)
     _break_cycles(kept, warnings)
+    groups = untangle_races(
+        {**{n.id: n.race_group for n in existing.values()}, **{i.id: _race_group(i.raw.get("race_group")) for i in kept}},
+        {**{n.id: n.depends_on for n in existing.values()}, **{i.id: i.deps for i in kept}},
+        warnings, fixed=existing.keys())
     nodes = [
         Node(id=i.id, type="sub_agent" if i.kind == "sub_agent" else "tool",
              tool=i.name if i.kind == "tool" else None, agent=i.name if i.kind == "sub_agent" else None,
-             goal=i.goal, params=i.params, depends_on=i.deps, race_group=_race_group(i.raw.get("race_group")))
+             goal=i.goal, params=i.params, depends_on=i.deps, race_group=groups[i.id])
         for i in kept
     ]
     return Validated(nodes=nodes, warnings=warnings, dropped=dropped)
@@ -142,8 +152,9 @@ def _resolver(alias: Mapping[str, str], existing: Mapping[str, Node], self_id: s
 
 
 def _check(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str],
-           alias: Mapping[str, str], existing: Mapping[str, Node]) -> str | None:
-    """Fill in kind, name, params, goal and placeholder refs; the reason to drop, or None."""
+           alias: Mapping[str, str] | None, existing: Mapping[str, Node]) -> str | None:
+    """Fill in kind, name, params, goal and placeholder refs (none when ``alias`` is None: the
+    params are literal); the reason to drop, or None."""
     problem = _target(item, tools, agents)
     if problem:
         return problem
@@ -156,10 +167,11 @@ def _check(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str],
             if isinstance(params.get(key), str) and params[key].strip():
                 goal = params.pop(key) if key != "query" else params[key]
                 break
-    resolve = _resolver(alias, existing, item.id)
-    params, item.refs = canonicalise(params, resolve)
     item.goal = (goal or "").strip()
-    _, item.goal_refs = canonicalise(item.goal, resolve)
+    if alias is not None:
+        resolve = _resolver(alias, existing, item.id)
+        params, item.refs = canonicalise(params, resolve)
+        _, item.goal_refs = canonicalise(item.goal, resolve)
     if item.kind == "sub_agent":
         item.params = params
         return None

@@ -10,11 +10,11 @@ def test_whole_value_placeholder_keeps_the_result_type() -> None:
     assert out == {"amount": 12.5, "to": "CNY"}
 
 
-def test_every_written_form_is_substituted() -> None:
+def test_every_named_form_is_substituted_but_never_a_bare_number() -> None:
     results = {"n1": "Paris", "n2": {"temp": 21}}
     params = {"a": "$n1", "b": "{{n1}}", "c": "${n1}", "d": "weather in $n1 is ${n2.temp} degrees", "e": ["$1"]}
     out = substitute_placeholders(params, results)
-    assert out == {"a": "Paris", "b": "Paris", "c": "Paris", "d": "weather in Paris is 21 degrees", "e": ["Paris"]}
+    assert out == {"a": "Paris", "b": "Paris", "c": "Paris", "d": "weather in Paris is 21 degrees", "e": ["$1"]}
 
 
 def test_structured_result_inside_text_is_rendered_as_json() -> None:
