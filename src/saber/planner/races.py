@@ -31,8 +31,8 @@ def untangle_races(
     dependencies.
     """
     out = dict(groups)
-    if not any(out.values()) or not any(deps.values()):
-        return out
+    if not any(deps.get(node_id) for node_id, group in out.items() if group):
+        return out  # a member that waits for nothing breaks neither rule (nor can its group close a cycle)
     _leave_own_group(out, deps, fixed, warnings)
     _break_group_cycles(out, deps, fixed, warnings)
     return out
@@ -75,23 +75,28 @@ def _break_group_cycles(groups: dict[str, str | None], deps: Mapping[str, Sequen
         cycle = _contracted_cycle(groups, deps)
         if cycle is None:
             return
-        on_cycle = [v for v in dict.fromkeys(cycle) if v.startswith("group:")]
-        members = {v: [i for i, g in groups.items() if f"group:{g}" == v and i not in fixed] for v in on_cycle}
-        movable = [v for v in on_cycle if members[v]]
+        names = [v[1:] for v in dict.fromkeys(cycle) if v.startswith(_GROUP)]
+        members = {g: [i for i in groups if groups[i] == g] for g in names}
+        movable = [g for g in names if any(i not in fixed for i in members[g])]
         if not movable:
             return  # only nodes already in the graph: nothing a new plan can change
-        victim = max(movable, key=lambda v: min(order[i] for i, g in groups.items() if f"group:{g}" == v))
-        for node_id in members[victim]:
+        victim = max(movable, key=lambda g: min(order[i] for i in members[g]))
+        cleared = [i for i in members[victim] if i not in fixed]
+        for node_id in cleared:
             groups[node_id] = None
-        path = " -> ".join(v.removeprefix("group:") for v in cycle)
-        warnings.append(f"race groups wait for each other in a cycle ({path}): removed race group "
-                        f"{victim.removeprefix('group:')!r} from {', '.join(members[victim])}")
+        path = " -> ".join(f"group {v[1:]!r}" if v.startswith(_GROUP) else f"node {v}" for v in cycle)
+        warnings.append(f"race groups wait for each other in a cycle ({path}): "
+                        f"removed race group {victim!r} from {', '.join(cleared)}")
+
+
+_GROUP = "\0"
+"""Prefix of a contracted group's vertex (as in the runtime's own check): no real node id starts with NUL."""
 
 
 def _contracted_cycle(groups: Mapping[str, str | None], deps: Mapping[str, Sequence[str]]) -> list[str] | None:
-    """A cycle of the graph with each race group contracted to one vertex ("group:<name>"),
-    as a closed path of vertices, or None."""
-    vertex = {i: f"group:{g}" if g else i for i, g in groups.items()}
+    """A cycle of the graph with each race group contracted to one vertex
+    (``_GROUP`` + its name), as a closed path of vertices, or None."""
+    vertex = {i: _GROUP + g if g else i for i, g in groups.items()}
     edges: dict[str, list[str]] = {}
     for node_id, node_deps in deps.items():
         source = vertex.get(node_id, node_id)
@@ -99,7 +104,7 @@ def _contracted_cycle(groups: Mapping[str, str | None], deps: Mapping[str, Seque
             target = vertex.get(dep, dep)
             if target != source:
                 edges.setdefault(source, []).append(target)
-    if not any(v.startswith("group:") for v in edges):
+    if not any(v.startswith(_GROUP) for v in edges):
         return None  # without a group the graph is the (acyclic) plan itself
     colour: dict[str, int] = {}
     for root in edges:
