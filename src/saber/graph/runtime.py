@@ -33,7 +33,7 @@ from saber.events import (
     emitting_to,
 )
 from saber.graph.agents import Replanner, ReplanRequest, SubAgent, SubAgentTask
-from saber.graph.checkpoint.base import CheckpointStore
+from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, new_owner
 from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
@@ -137,6 +137,9 @@ class GraphRuntime:
         """The replanner, asked after the graph drained, added nothing: the run is over."""
         self._live: set[_Attempt] = set()
         """Attempts under way; events from any other attempt of this runtime are dropped."""
+        self._owner = new_owner() if checkpoint is not None else None
+        """Who holds the task's lease in the checkpoint store while this runtime runs it."""
+        self._heartbeat: asyncio.Task[None] | None = None
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -146,10 +149,15 @@ class GraphRuntime:
         config: GraphConfig | None = None, **kwargs: Any,
     ) -> GraphRuntime:
         """A runtime for a checkpointed task: finished nodes keep their results, nodes that were
-        running or pending (or cancelled) will run. Raises LookupError for an unknown task."""
+        running or pending (or cancelled) will run. Raises LookupError for an unknown task, and
+        ``TaskClaimedError`` ("task T is running in another process (lease until ...)") while
+        another live process runs it: the task is claimed for this runtime first."""
         saved = await store.load(task_id)
         if saved is None:
             raise LookupError(f"no checkpoint for task {task_id!r}")
+        owner = new_owner()
+        await store.claim(task_id, owner)
+        saved = await store.load(task_id) or saved  # as of the claim: the last owner may have saved since
         for node in saved.nodes:
             if node.status in (NodeStatus.PENDING, NodeStatus.RUNNING, NodeStatus.CANCELLED):
                 node.status, node.result, node.error, node.attempts, node.duration_ms = NodeStatus.PENDING, None, None, 0, 0.0
@@ -157,6 +165,7 @@ class GraphRuntime:
         runtime = cls(TaskGraph(saved.nodes), tools, config or GraphConfig.from_dict(saved.config),
                       checkpoint=store, task_id=task_id, **kwargs)
         runtime.replans_used = saved.replans
+        runtime._owner = owner
         return runtime
 
     @classmethod
@@ -184,18 +193,22 @@ class GraphRuntime:
         started = time.perf_counter()
         await self._emit(GraphReady(nodes=[n.to_dict() for n in self.graph], levels=self.graph.levels()))
         await self._save_graph()
+        if self.checkpoint is not None:
+            self._heartbeat = asyncio.create_task(self._renew_lease(self.checkpoint), name="saber-lease")
         try:
             with emitting_to(self._emit_from_tool if self.on_event is not None else None):
                 await self._schedule()
         except asyncio.CancelledError:  # the caller cancelled us: leave a clean, saved state behind
             self._cancelled = True
             await self._shutdown()
+            await self._stop_heartbeat()
             await self._set_status("cancelled")
             raise
         finally:
             self._phase = "finished"
         if self._cancelled:
             await self._shutdown()
+        await self._stop_heartbeat()
         status = self._run_status()
         await self._set_status(status)
         return RunResult(
@@ -263,7 +276,10 @@ class GraphRuntime:
             await self._save_graph()
         elif changed and self.checkpoint is not None:
             try:
-                await self.checkpoint.save_nodes(self.task_id, changed, replans=self.replans_used)
+                await self.checkpoint.save_nodes(self.task_id, changed, replans=self.replans_used, owner=self._owner)
+            except TaskClaimedError as exc:
+                self._lost_lease(exc)
+                events.append(Error(message=str(exc), where="checkpoint"))
             except Exception as exc:
                 log.exception("checkpoint of task %s failed", self.task_id)
                 events.append(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))
@@ -500,12 +516,42 @@ class GraphRuntime:
         except Exception:
             log.exception("event handler failed on %s", event.type)
 
+    async def _renew_lease(self, store: CheckpointStore) -> None:
+        """The heartbeat: a node may run far longer than the lease (a sub-agent, a slow tool)."""
+        assert self._owner is not None
+        while True:
+            await asyncio.sleep(store.lease_seconds / 3.0)
+            try:
+                still_ours = await store.renew(self.task_id, self._owner)
+            except Exception:  # the database is unreachable: keep trying, the saves will tell
+                log.exception("renewing the lease of task %s failed", self.task_id)
+                continue
+            if not still_ours:
+                exc = TaskClaimedError.lost(self.task_id, self._owner)
+                self._lost_lease(exc)
+                await self._emit(Error(message=str(exc), where="checkpoint"))
+                return
+
+    def _lost_lease(self, exc: TaskClaimedError) -> None:
+        """Another process resumed the task (this one stalled past its lease): stop, so no node
+        runs twice at once; writes made with our owner id are refused from now on."""
+        log.error("%s; stopping this run", exc)
+        if self._phase == "running":
+            self.cancel()
+
+    async def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
+            self._heartbeat = None
+
     async def _save_graph(self) -> None:
         if self.checkpoint is None:
             return
         try:
             await self.checkpoint.save_graph(self.task_id, list(self.graph), config=self.config.to_dict(),
-                                             status="running", replans=self.replans_used, meta=self.meta)
+                                             status="running", replans=self.replans_used, meta=self.meta,
+                                             owner=self._owner)
         except Exception as exc:
             log.exception("checkpoint of task %s failed", self.task_id)
             await self._emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))
@@ -514,7 +560,10 @@ class GraphRuntime:
         if self.checkpoint is None:
             return
         try:
-            await self.checkpoint.set_status(self.task_id, status)
+            await self.checkpoint.set_status(self.task_id, status, owner=self._owner)
+        except TaskClaimedError as exc:
+            log.error("%s; its status is left to the new owner", exc)
+            await self._emit(Error(message=str(exc), where="checkpoint"))
         except Exception as exc:
             log.exception("checkpoint of task %s failed", self.task_id)
             await self._emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))

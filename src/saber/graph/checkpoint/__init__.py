@@ -1,7 +1,10 @@
 """Checkpoint stores: where a task's graph state is saved after every node."""
 
-from saber.graph.checkpoint.base import Checkpoint, CheckpointStore, TaskStatus
+from saber.graph.checkpoint.base import Checkpoint, CheckpointStore, TaskClaimedError, TaskStatus
 from saber.graph.checkpoint.postgres import PostgresCheckpointStore
 from saber.graph.checkpoint.sqlite import SQLiteCheckpointStore
 
-__all__ = ["Checkpoint", "CheckpointStore", "PostgresCheckpointStore", "SQLiteCheckpointStore", "TaskStatus"]
+__all__ = [
+    "Checkpoint", "CheckpointStore", "PostgresCheckpointStore", "SQLiteCheckpointStore", "TaskClaimedError",
+    "TaskStatus",
+]

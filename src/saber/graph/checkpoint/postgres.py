@@ -10,9 +10,12 @@ from typing import Any
 import psycopg
 
 from saber.graph.checkpoint.base import (
+    DEFAULT_LEASE_SECONDS,
     Checkpoint,
     CheckpointStore,
+    TaskClaimedError,
     TaskStatus,
+    claimable,
     node_from_row,
     node_spec,
     node_state,
@@ -23,7 +26,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoint_tasks (
     task_id TEXT PRIMARY KEY, status TEXT NOT NULL, config JSONB NOT NULL, replans INTEGER NOT NULL,
     meta JSONB NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now(), owner TEXT, lease_until TIMESTAMPTZ
 );
 CREATE TABLE IF NOT EXISTS checkpoint_nodes (
     task_id TEXT NOT NULL REFERENCES checkpoint_tasks(task_id) ON DELETE CASCADE,
@@ -32,13 +35,19 @@ CREATE TABLE IF NOT EXISTS checkpoint_nodes (
     PRIMARY KEY (task_id, node_id)
 );
 """
+_LEASE_COLUMNS = """
+ALTER TABLE checkpoint_tasks ADD COLUMN IF NOT EXISTS owner TEXT;
+ALTER TABLE checkpoint_tasks ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
+"""
 
 
 class PostgresCheckpointStore(CheckpointStore):
-    """Connects lazily on first use; one connection, writes serialised by a lock."""
+    """Connects lazily on first use; one connection, writes serialised by a lock. Lease times
+    are the database server's clock, the one clock every process sharing it agrees on."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
         self.dsn = dsn
+        self.lease_seconds = lease_seconds
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock = asyncio.Lock()
 
@@ -48,21 +57,29 @@ class PostgresCheckpointStore(CheckpointStore):
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtext('saber_checkpoint_schema'))")
                 await conn.execute(_SCHEMA)
+                cur = await conn.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = "
+                                         "current_schema() AND table_name='checkpoint_tasks' AND column_name='lease_until'")
+                if await cur.fetchone() is None:  # a database from before leases
+                    await conn.execute(_LEASE_COLUMNS)
             self._conn = conn
         return self._conn
 
     async def save_graph(
         self, task_id: str, nodes: Sequence[Node], *, config: Mapping[str, Any], status: TaskStatus,
-        replans: int = 0, meta: Mapping[str, Any] | None = None,
+        replans: int = 0, meta: Mapping[str, Any] | None = None, owner: str | None = None,
     ) -> None:
         async with self._lock:
             conn = await self._connection()
             async with conn.transaction(), conn.cursor() as cur:
                 await cur.execute(
-                    "INSERT INTO checkpoint_tasks (task_id, status, config, replans, meta) VALUES (%s, %s, %s, %s, %s) "
+                    "INSERT INTO checkpoint_tasks (task_id, status, config, replans, meta, owner, lease_until) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s::text IS NULL THEN NULL "
+                    "ELSE now() + make_interval(secs => %s) END) "
                     "ON CONFLICT (task_id) DO UPDATE SET status=excluded.status, config=excluded.config, "
-                    "replans=excluded.replans, meta=excluded.meta, updated_at=now()",
-                    (task_id, status, json.dumps(dict(config)), replans, json.dumps(dict(meta or {}), default=str)),
+                    "replans=excluded.replans, meta=excluded.meta, updated_at=now(), owner=excluded.owner, "
+                    "lease_until=excluded.lease_until",
+                    (task_id, status, json.dumps(dict(config)), replans, json.dumps(dict(meta or {}), default=str),
+                     owner, owner, self.lease_seconds),
                 )
                 await cur.execute("DELETE FROM checkpoint_nodes WHERE task_id=%s", (task_id,))
                 await cur.executemany(
@@ -70,10 +87,14 @@ class PostgresCheckpointStore(CheckpointStore):
                     [(task_id, n.id, i, node_spec(n), *node_state(n)) for i, n in enumerate(nodes)],
                 )
 
-    async def save_nodes(self, task_id: str, nodes: Sequence[Node], *, replans: int | None = None) -> None:
+    async def save_nodes(
+        self, task_id: str, nodes: Sequence[Node], *, replans: int | None = None, owner: str | None = None,
+    ) -> None:
         async with self._lock:
             conn = await self._connection()
             async with conn.transaction(), conn.cursor() as cur:
+                if owner is not None:
+                    await self._renew(cur, task_id, owner)
                 await cur.executemany(
                     "UPDATE checkpoint_nodes SET status=%s, result=%s, error=%s, attempts=%s, duration_ms=%s "
                     "WHERE task_id=%s AND node_id=%s",
@@ -82,20 +103,63 @@ class PostgresCheckpointStore(CheckpointStore):
                 if replans is not None:
                     await cur.execute("UPDATE checkpoint_tasks SET replans=%s WHERE task_id=%s", (replans, task_id))
 
-    async def set_status(self, task_id: str, status: TaskStatus) -> None:
+    async def set_status(self, task_id: str, status: TaskStatus, *, owner: str | None = None) -> None:
         async with self._lock:
             conn = await self._connection()
-            async with conn.transaction():
-                await conn.execute(
-                    "UPDATE checkpoint_tasks SET status=%s, updated_at=now() WHERE task_id=%s", (status, task_id)
+            async with conn.transaction(), conn.cursor() as cur:
+                if owner is not None:
+                    await self._renew(cur, task_id, owner)
+                await cur.execute(
+                    "UPDATE checkpoint_tasks SET status=%s, updated_at=now(), "
+                    "lease_until=CASE WHEN %s = 'running' THEN lease_until END WHERE task_id=%s",
+                    (status, status, task_id),
                 )
+
+    async def claim(self, task_id: str, owner: str) -> None:
+        async with self._lock:
+            conn = await self._connection()
+            async with conn.transaction(), conn.cursor() as cur:
+                await cur.execute(  # FOR UPDATE: no other claim between the check and the update
+                    "SELECT status, owner, extract(epoch FROM lease_until)::float8, "
+                    "coalesce(lease_until > now(), false) FROM checkpoint_tasks WHERE task_id=%s FOR UPDATE",
+                    (task_id,),
+                )
+                row = await cur.fetchone()
+                if row is None:
+                    raise LookupError(f"no checkpoint for task {task_id!r}")
+                status, current, until, live = row
+                if not claimable(status, current, live, owner):
+                    raise TaskClaimedError.running_elsewhere(task_id, current, until)
+                await cur.execute(
+                    "UPDATE checkpoint_tasks SET owner=%s, lease_until=now() + make_interval(secs => %s) "
+                    "WHERE task_id=%s", (owner, self.lease_seconds, task_id),
+                )
+
+    async def renew(self, task_id: str, owner: str) -> bool:
+        async with self._lock:
+            conn = await self._connection()
+            async with conn.transaction(), conn.cursor() as cur:
+                try:
+                    await self._renew(cur, task_id, owner)
+                except TaskClaimedError:
+                    return False
+        return True
+
+    async def _renew(self, cur: psycopg.AsyncCursor[Any], task_id: str, owner: str) -> None:
+        await cur.execute(
+            "UPDATE checkpoint_tasks SET lease_until=now() + make_interval(secs => %s) WHERE task_id=%s AND owner=%s",
+            (self.lease_seconds, task_id, owner),
+        )
+        if cur.rowcount == 0:
+            raise TaskClaimedError.lost(task_id, owner)
 
     async def load(self, task_id: str) -> Checkpoint | None:
         async with self._lock:
             conn = await self._connection()
             async with conn.transaction(), conn.cursor() as cur:
                 await cur.execute(
-                    "SELECT status, config, replans, meta FROM checkpoint_tasks WHERE task_id=%s", (task_id,)
+                    "SELECT status, config, replans, meta, owner, extract(epoch FROM lease_until)::float8 "
+                    "FROM checkpoint_tasks WHERE task_id=%s", (task_id,),
                 )
                 row = await cur.fetchone()
                 if row is None:
@@ -106,7 +170,7 @@ class PostgresCheckpointStore(CheckpointStore):
                 )
                 rows = await cur.fetchall()
         return Checkpoint(task_id=task_id, status=row[0], config=dict(row[1]), replans=row[2], meta=dict(row[3]),
-                          nodes=[node_from_row(*r) for r in rows])
+                          owner=row[4], lease_until=row[5], nodes=[node_from_row(*r) for r in rows])
 
     async def list_tasks(self, *, status: TaskStatus | None = None) -> list[str]:
         async with self._lock:
