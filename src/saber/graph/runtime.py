@@ -10,7 +10,6 @@ checkpoint is written before any dependent starts.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import inspect
 import logging
@@ -19,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from saber.events import (
@@ -33,8 +32,10 @@ from saber.events import (
     emitting_to,
 )
 from saber.graph.agents import Replanner, ReplanRequest, SubAgent, SubAgentTask
+from saber.graph.attempts import Attempt, ToolEvents
 from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, new_owner
 from saber.graph.config import GraphConfig
+from saber.graph.lease import LeaseKeeper
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.races import run_race
@@ -42,7 +43,7 @@ from saber.graph.result import RunResult, RunStatus
 from saber.graph.retry import Failure, backoff_seconds, classify
 from saber.graph.state import GraphState
 from saber.graph.taskgraph import GraphError, TaskGraph
-from saber.tools.base import ThreadCall, Tool, call_in_thread
+from saber.tools.base import Tool, call_in_thread
 from saber.tools.errors import ToolError, UnknownToolError
 
 log = logging.getLogger(__name__)
@@ -65,26 +66,6 @@ class _Wake:
 
 
 _Message = NodeOutcome | RaceOutcome | _ReplanDone | _Wake
-
-
-@dataclass(eq=False, kw_only=True, slots=True)
-class _Attempt:
-    """One attempt of one node, bound into the context its tool runs in (threads included), so
-    what the tool emits can be traced back to it, and dropped once the attempt is over."""
-
-    runtime: GraphRuntime
-    node_id: str
-    number: int
-    call: ThreadCall[Any] | None = field(default=None, repr=False)
-    """Set when a sync tool runs in its own thread."""
-
-    def abandoned_thread(self) -> bool:
-        """The attempt was given up (timeout, cancel) while its thread is still running."""
-        return self.call is not None and self.call.future.cancelled() and self.call.thread.is_alive()
-
-
-_attempts: contextvars.ContextVar[tuple[_Attempt, ...]] = contextvars.ContextVar("saber_graph_attempts", default=())
-"""The attempts the current code runs inside, innermost last (a sub-agent may run a graph of its own)."""
 
 
 class GraphRuntime:
@@ -135,11 +116,11 @@ class GraphRuntime:
         self._graph_changed = False
         self._nothing_to_add = False
         """The replanner, asked after the graph drained, added nothing: the run is over."""
-        self._live: set[_Attempt] = set()
-        """Attempts under way; events from any other attempt of this runtime are dropped."""
+        self._tool_events: ToolEvents | None = None
+        """What tools emit through (None without on_event); tracks the attempts under way."""
         self._owner = new_owner() if checkpoint is not None else None
         """Who holds the task's lease in the checkpoint store while this runtime runs it."""
-        self._heartbeat: asyncio.Task[None] | None = None
+        self._lease: LeaseKeeper | None = None
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -193,22 +174,26 @@ class GraphRuntime:
         started = time.perf_counter()
         await self._emit(GraphReady(nodes=[n.to_dict() for n in self.graph], levels=self.graph.levels()))
         await self._save_graph()
-        if self.checkpoint is not None:
-            self._heartbeat = asyncio.create_task(self._renew_lease(self.checkpoint), name="saber-lease")
+        if self.checkpoint is not None and self._owner is not None:
+            self._lease = LeaseKeeper(self.checkpoint, self.task_id, self._owner, self._lease_lost)
+            self._lease.start()
         try:
-            with emitting_to(self._emit_from_tool if self.on_event is not None else None):
+            if self.on_event is not None:
+                self._tool_events = ToolEvents(self, self.on_event, running=lambda: self._phase == "running",
+                                               spawn=self._spawn)
+            with emitting_to(self._tool_events):
                 await self._schedule()
         except asyncio.CancelledError:  # the caller cancelled us: leave a clean, saved state behind
             self._cancelled = True
             await self._shutdown()
-            await self._stop_heartbeat()
+            await self._stop_lease()
             await self._set_status("cancelled")
             raise
         finally:
             self._phase = "finished"
+            await self._stop_lease()  # also when a bug escapes the loop: no heartbeat left behind
         if self._cancelled:
             await self._shutdown()
-        await self._stop_heartbeat()
         status = self._run_status()
         await self._set_status(status)
         return RunResult(
@@ -285,6 +270,8 @@ class GraphRuntime:
                 events.append(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))
         for event in events:
             await self._emit(event)
+        if self._cancelled:  # e.g. the lease was lost while saving: start nothing more
+            return
         for group in launch:
             if len(group) == 1:
                 self._spawn(self._node_worker(group[0]), f"saber-node-{group[0].id}")
@@ -330,7 +317,7 @@ class GraphRuntime:
             timeout_ms = self.config.sub_agent_timeout_ms if node.type == "sub_agent" else self.config.step_timeout_ms
             async with self._sem:
                 await self._emit(NodeStart(id=node.id, tool=node.target, attempt=attempt))
-                current = _Attempt(runtime=self, node_id=node.id, number=attempt)
+                current = Attempt(run=self, node_id=node.id, number=attempt)
                 try:
                     async with asyncio.timeout(timeout_ms / 1000.0 if timeout_ms else None):
                         result = await self._attempt(node, current)
@@ -352,16 +339,13 @@ class GraphRuntime:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _attempt(self, node: Node, current: _Attempt) -> Any:
-        self._live.add(current)
-        token = _attempts.set((*_attempts.get(), current))
-        try:
+    async def _attempt(self, node: Node, current: Attempt) -> Any:
+        if self._tool_events is None:
             return await self._call(node, current)
-        finally:
-            _attempts.reset(token)
-            self._live.discard(current)
+        with self._tool_events.attempt(current):
+            return await self._call(node, current)
 
-    async def _call(self, node: Node, current: _Attempt) -> Any:
+    async def _call(self, node: Node, current: Attempt) -> Any:
         inputs = self._state.inputs(node) if node.depends_on else {}
         # placeholders can only name dependencies: without any, there is nothing to substitute
         params = self._substitute(node.params, {dep: value for (dep, _), value in inputs.items()}) if inputs else node.params
@@ -473,65 +457,6 @@ class GraphRuntime:
         except Exception:  # a broken listener must not break the run
             log.exception("event handler failed on %s", event.type)
 
-    def _emit_from_tool(self, event: Event) -> Any:
-        """The handler tools reach through ``saber.events.emit``; safe from worker threads.
-
-        An event is delivered only while the attempt that emitted it is under way and the run is
-        running: a thread abandoned at its timeout may emit long after its node_done, or after
-        ``run()`` returned, and a UI must never see that."""
-        assert self.on_event is not None and self._loop is not None
-        attempt = next((a for a in reversed(_attempts.get()) if a.runtime is self), None)
-        if threading.get_ident() == self._loop_thread:
-            return self.on_event(event) if self._accepts(attempt, event) else None
-        try:
-            self._loop.call_soon_threadsafe(self._deliver_from_thread, attempt, event)
-        except RuntimeError:  # the loop is closed: the run is long over
-            log.debug("dropped %s event from a tool thread: its event loop is closed", event.type)
-        return None
-
-    def _accepts(self, attempt: _Attempt | None, event: Event) -> bool:
-        if self._phase == "running" and (attempt is None or attempt in self._live):
-            return True
-        where = f"node {attempt.node_id} attempt {attempt.number}" if attempt is not None else "a tool"
-        log.debug("dropped %s event from %s of task %s: it is over", event.type, where, self.task_id)
-        return False
-
-    def _deliver_from_thread(self, attempt: _Attempt | None, event: Event) -> None:
-        """On the loop: checked here, not in the thread, so it cannot race the attempt's end."""
-        if not self._accepts(attempt, event):
-            return
-        assert self.on_event is not None
-        try:
-            result = self.on_event(event)
-        except Exception:
-            log.exception("event handler failed on %s", event.type)
-            return
-        if result is not None and inspect.isawaitable(result):
-            self._spawn(self._await_handler(result, event), "saber-emit")
-
-    @staticmethod
-    async def _await_handler(pending: Any, event: Event) -> None:
-        try:
-            await pending
-        except Exception:
-            log.exception("event handler failed on %s", event.type)
-
-    async def _renew_lease(self, store: CheckpointStore) -> None:
-        """The heartbeat: a node may run far longer than the lease (a sub-agent, a slow tool)."""
-        assert self._owner is not None
-        while True:
-            await asyncio.sleep(store.lease_seconds / 3.0)
-            try:
-                still_ours = await store.renew(self.task_id, self._owner)
-            except Exception:  # the database is unreachable: keep trying, the saves will tell
-                log.exception("renewing the lease of task %s failed", self.task_id)
-                continue
-            if not still_ours:
-                exc = TaskClaimedError.lost(self.task_id, self._owner)
-                self._lost_lease(exc)
-                await self._emit(Error(message=str(exc), where="checkpoint"))
-                return
-
     def _lost_lease(self, exc: TaskClaimedError) -> None:
         """Another process resumed the task (this one stalled past its lease): stop, so no node
         runs twice at once; writes made with our owner id are refused from now on."""
@@ -539,11 +464,13 @@ class GraphRuntime:
         if self._phase == "running":
             self.cancel()
 
-    async def _stop_heartbeat(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            await asyncio.gather(self._heartbeat, return_exceptions=True)
-            self._heartbeat = None
+    async def _stop_lease(self) -> None:
+        if self._lease is not None:
+            await self._lease.stop()
+
+    async def _lease_lost(self, exc: TaskClaimedError) -> None:
+        self._lost_lease(exc)
+        await self._emit(Error(message=str(exc), where="checkpoint"))
 
     async def _save_graph(self) -> None:
         if self.checkpoint is None:
