@@ -9,12 +9,11 @@ after its node_done, or after ``run()`` returned, and a UI must never see that.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,16 +56,14 @@ class ToolEvents:
         self.loop_thread = threading.get_ident()
         self.live: set[Attempt] = set()
 
-    @contextlib.contextmanager
-    def attempt(self, current: Attempt) -> Iterator[None]:
-        """Events from ``current`` are delivered while this block runs, dropped afterwards."""
+    def enter(self, current: Attempt) -> contextvars.Token[tuple[Attempt, ...]]:
+        """Events from ``current`` are delivered from now until ``leave``, dropped afterwards."""
         self.live.add(current)
-        token = _current.set((*_current.get(), current))
-        try:
-            yield
-        finally:
-            _current.reset(token)
-            self.live.discard(current)
+        return _current.set((*_current.get(), current))
+
+    def leave(self, current: Attempt, token: contextvars.Token[tuple[Attempt, ...]]) -> None:
+        _current.reset(token)
+        self.live.discard(current)
 
     def __call__(self, event: Event) -> Any:
         attempt = next((a for a in reversed(_current.get()) if a.run is self.run), None)

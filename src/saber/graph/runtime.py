@@ -340,10 +340,14 @@ class GraphRuntime:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, node: Node, current: Attempt) -> Any:
-        if self._tool_events is None:
+        events = self._tool_events
+        if events is None:
             return await self._call(node, current)
-        with self._tool_events.attempt(current):
+        token = events.enter(current)
+        try:
             return await self._call(node, current)
+        finally:
+            events.leave(current, token)
 
     async def _call(self, node: Node, current: Attempt) -> Any:
         inputs = self._state.inputs(node) if node.depends_on else {}

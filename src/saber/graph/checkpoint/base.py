@@ -65,9 +65,10 @@ class CheckpointStore(ABC):
     replan adds nodes), ``save_nodes`` with every batch of finished nodes *before* their
     dependents start, and ``set_status`` at the end. Each call is durable when it returns.
 
-    Ownership: a running task is leased to one process (``owner``) for ``lease_seconds``. Every
-    write made with ``owner=`` renews the lease and fails with ``TaskClaimedError`` if another
-    process has taken the task over; the runtime also calls ``renew`` as a heartbeat. ``claim``
+    Ownership: a running task is leased to one process (``owner``) for ``lease_seconds``;
+    ``save_graph`` and ``set_status`` with ``owner=`` take or renew it, the runtime calls ``renew``
+    as a heartbeat, and every write made with ``owner=`` fails with ``TaskClaimedError`` once
+    another process has taken the task over. ``claim``
     (what resuming does) succeeds only if the task is not running, its lease expired, or its
     owner's process is gone."""
 

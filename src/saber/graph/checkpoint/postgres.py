@@ -93,8 +93,11 @@ class PostgresCheckpointStore(CheckpointStore):
         async with self._lock:
             conn = await self._connection()
             async with conn.transaction(), conn.cursor() as cur:
-                if owner is not None:
-                    await self._renew(cur, task_id, owner)
+                if owner is not None:  # FOR SHARE: a concurrent claim waits for this save; the heartbeat renews
+                    await cur.execute("SELECT owner FROM checkpoint_tasks WHERE task_id=%s FOR SHARE", (task_id,))
+                    row = await cur.fetchone()
+                    if row is None or row[0] != owner:
+                        raise TaskClaimedError.lost(task_id, owner)
                 await cur.executemany(
                     "UPDATE checkpoint_nodes SET status=%s, result=%s, error=%s, attempts=%s, duration_ms=%s "
                     "WHERE task_id=%s AND node_id=%s",

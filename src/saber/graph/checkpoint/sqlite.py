@@ -90,8 +90,8 @@ class SQLiteCheckpointStore(CheckpointStore):
         self, task_id: str, nodes: Sequence[Node], *, replans: int | None = None, owner: str | None = None,
     ) -> None:
         with self._tx() as db:
-            if owner is not None:
-                self._renew(db, task_id, owner)
+            if owner is not None:  # a read, not a write: the heartbeat renews the lease
+                self._check_owner(db, task_id, owner)
             db.executemany(
                 "UPDATE checkpoint_nodes SET status=?, result=?, error=?, attempts=?, duration_ms=? "
                 "WHERE task_id=? AND node_id=?",
@@ -128,6 +128,12 @@ class SQLiteCheckpointStore(CheckpointStore):
             except TaskClaimedError:
                 return False
         return True
+
+    @staticmethod
+    def _check_owner(db: sqlite3.Connection, task_id: str, owner: str) -> None:
+        row = db.execute("SELECT owner FROM checkpoint_tasks WHERE task_id=?", (task_id,)).fetchone()
+        if row is None or row[0] != owner:
+            raise TaskClaimedError.lost(task_id, owner)
 
     def _renew(self, db: sqlite3.Connection, task_id: str, owner: str) -> None:
         cur = db.execute("UPDATE checkpoint_tasks SET lease_until=? WHERE task_id=? AND owner=?",
