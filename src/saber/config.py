@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     """Nodes one replan may add."""
     graph_hedge: float | None = Field(None, ge=0)
     """Seconds before each further racer of a race group starts (None starts them together)."""
+    graph_checkpoint_lease: float = Field(15.0, gt=0)
+    """Seconds a running task stays claimed by its process without a heartbeat; after that (or at
+    once, when the owner is a dead process on this host) another process may resume it."""
     graph_on_failure: Literal["skip", "continue"] = "skip"
     """skip: dependents of a failed node are skipped; continue: they run with the failure as input."""
 

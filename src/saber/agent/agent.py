@@ -388,5 +388,5 @@ def _logged(what: str) -> Any:
 
 def _checkpoint_store(settings: Settings) -> CheckpointStore:
     if settings.database_url:
-        return PostgresCheckpointStore(settings.database_url)
-    return SQLiteCheckpointStore(settings.sqlite_path)
+        return PostgresCheckpointStore(settings.database_url, lease_seconds=settings.graph_checkpoint_lease)
+    return SQLiteCheckpointStore(settings.sqlite_path, lease_seconds=settings.graph_checkpoint_lease)
