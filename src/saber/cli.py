@@ -11,8 +11,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -25,6 +25,8 @@ from saber.events import Event
 from saber.rag.cli import docs_app, ingest_command
 from saber.rag.documents import RagError
 from saber.tools.errors import ToolError
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="saber",
@@ -106,17 +108,9 @@ def tasks(
     """List checkpointed react tasks; unfinished ones (the process died, or cancelled) can be resumed."""
     settings = _settings()
 
-    async def collect() -> list[dict[str, Any]]:
-        agent = _agent(settings)
-        try:
-            found: list[dict[str, Any]] = await agent.tasks(unfinished=not all_tasks)
-            return found
-        finally:
-            await agent.aclose()
-
-    found = asyncio.run(collect())
+    found: list[dict[str, Any]] = _with_agent(settings, lambda agent: agent.tasks(unfinished=not all_tasks))
     if as_json:
-        out.print(json.dumps(found, ensure_ascii=False, indent=2), markup=False)
+        _print_json(found)
         return
     if not found:
         out.print("no unfinished tasks" if not all_tasks else "no tasks", markup=False)
@@ -150,6 +144,23 @@ def _agent(settings: Settings) -> Any:
         return Agent(settings)
     except (ValueError, OSError, RagError, MemoryStoreError) as exc:
         raise CLIError(f"cannot start: {exc}", 2) from None
+
+
+def _with_agent(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``use(agent)`` on a fresh agent, closing it afterwards."""
+
+    async def run() -> T:
+        agent = _agent(settings)
+        try:
+            return await use(agent)
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(run())
+
+
+def _print_json(data: Any) -> None:
+    out.print(json.dumps(data, ensure_ascii=False, indent=2), markup=False)
 
 
 class _JsonRenderer:
@@ -216,16 +227,12 @@ def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
     """List the tools the agent can use, with their parameters."""
     settings = _settings()
 
-    async def collect() -> list[dict[str, Any]]:
-        agent = _agent(settings)
-        try:
-            return [t.to_dict() for t in agent.registry.snapshot().values()]
-        finally:
-            await agent.aclose()
+    async def describe(agent: Any) -> list[dict[str, Any]]:
+        return [t.to_dict() for t in agent.registry.snapshot().values()]
 
-    described = asyncio.run(collect())
+    described = _with_agent(settings, describe)
     if as_json:
-        out.print(json.dumps(described, ensure_ascii=False, indent=2), markup=False)
+        _print_json(described)
         return
     table = Table("tool", "parameters", "description", show_lines=False)
     for t in described:
