@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,10 +177,8 @@ class Agent:
         turn = self._new_turn(str(meta["query"]), str(meta["user_id"]), task_id, tools)
 
         async def work() -> str:
-            memory = self.services.memory
-            if memory is not None:
-                turn.history = (await memory.history(turn.user_id))[:-1]  # the request's own query is the last entry
-                turn.preferences = await memory.preferences(turn.user_id)
+            if self.services.memory is not None:  # the plan is already made: only the answer's context is needed
+                turn.preferences = await self.services.memory.preferences(turn.user_id)
             turn.route = RouteDecision(mode="react", rule=f"resume:checkpoint({saved.status})", tools=list(tools))
             await turn.emit(Route(mode="react", rule=turn.route.rule, tools=turn.route.tools))
             answer = await resume_react(turn)
@@ -379,7 +377,8 @@ class Agent:
 
 
 @contextlib.contextmanager
-def _logged(what: str) -> Any:
+def _logged(what: str) -> Iterator[None]:
+    """Background work logs its failure and never raises into the event loop."""
     try:
         yield
     except Exception:
