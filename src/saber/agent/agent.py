@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
@@ -30,7 +31,7 @@ from saber.agent.subagents import SubAgentBase, default_sub_agents
 from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
-from saber.graph.checkpoint import CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
+from saber.graph.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
 from saber.llm.nomodel import is_no_model
@@ -88,6 +89,8 @@ class Agent:
         ``ScriptedModel`` in tests, say) is never called behind the caller's back.
         """
         self.settings = settings or Settings.load()
+        if self.settings.database_url and importlib.util.find_spec("psycopg") is None:
+            raise ValueError("SABER_DATABASE_URL needs the PostgreSQL driver: pip install 'saber[postgres]'")
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self._owns_model = model is None
         self.model = model or model_from_settings(self.settings)
@@ -387,5 +390,7 @@ def _logged(what: str) -> Iterator[None]:
 
 def _checkpoint_store(settings: Settings) -> CheckpointStore:
     if settings.database_url:
+        from saber.graph.checkpoint.postgres import PostgresCheckpointStore  # the postgres extra
+
         return PostgresCheckpointStore(settings.database_url, lease_seconds=settings.graph_checkpoint_lease)
     return SQLiteCheckpointStore(settings.sqlite_path, lease_seconds=settings.graph_checkpoint_lease)
