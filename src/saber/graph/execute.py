@@ -1,0 +1,139 @@
+"""Running nodes: the workers, each node's attempts (retries, timeouts) and its tool or sub-agent call."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from saber.events import Event, NodeStart, Step
+from saber.graph.agents import SubAgent, SubAgentTask
+from saber.graph.attempts import Attempt, ToolEvents
+from saber.graph.config import GraphConfig
+from saber.graph.node import Node, NodeStatus
+from saber.graph.outcome import NodeOutcome, RaceOutcome
+from saber.graph.races import run_race
+from saber.graph.retry import Failure, backoff_seconds, classify
+from saber.graph.state import GraphState
+from saber.tools.base import Tool, call_in_thread
+from saber.tools.errors import ToolError, UnknownToolError
+
+log = logging.getLogger(__name__)
+
+Substitute = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
+"""``(params, results by dependency id) -> params with placeholders replaced``; the default is
+``saber.planner.placeholders.substitute_placeholders`` (``$n1``, ``${n1.city}``, ``{{n1}}``, ``$1``)."""
+
+
+class NodeExecutor:
+    """Runs the nodes the scheduler loop launches and reports each outcome; never touches the graph."""
+
+    def __init__(
+        self, run: object, *, state: GraphState, tools: Mapping[str, Tool], agents: Mapping[str, SubAgent],
+        config: GraphConfig, task_id: str, substitute: Substitute, rng: random.Random,
+        emit: Callable[[Event], Awaitable[None]], report: Callable[[NodeOutcome | RaceOutcome], None],
+    ) -> None:
+        self.run = run
+        """The runtime whose attempts these are (see ``Attempt.run``)."""
+        self.state = state
+        self.tools = tools
+        self.agents = agents
+        self.config = config
+        self.task_id = task_id
+        self.substitute = substitute
+        self.rng = rng
+        self.emit = emit
+        self.report = report
+        self.sem = asyncio.Semaphore(config.max_parallel)
+        self.tool_events: ToolEvents | None = None
+        """What tools emit through (None without on_event); tracks the attempts under way."""
+
+    async def node_worker(self, node: Node) -> None:
+        try:
+            outcome = await self.run_node(node)
+        except Exception as exc:  # a bug in the runtime itself: fail the node, keep the run alive
+            log.exception("node %s crashed the runtime worker", node.id)
+            outcome = NodeOutcome(node_id=node.id, status=NodeStatus.FAILED, error=f"internal error: {exc!r}")
+        self.report(outcome)
+
+    async def race_worker(self, group: str, members: list[Node]) -> None:
+        try:
+            await run_race(group, members, self.run_node, self.config, self.report)
+        except Exception as exc:
+            log.exception("race group %s crashed the runtime worker", group)
+            self.report(RaceOutcome(group=group, winner=None, outcomes=[
+                NodeOutcome(node_id=m.id, status=NodeStatus.FAILED, error=f"internal error: {exc!r}") for m in members
+            ]))
+
+    async def run_node(self, node: Node) -> NodeOutcome:
+        """All attempts of one node: retryable failures are retried with backoff and jitter."""
+        started = time.perf_counter()
+        attempts = self.config.attempts
+        for attempt in range(1, attempts + 1):
+            node.attempts = attempt
+            timeout_ms = self.config.sub_agent_timeout_ms if node.type == "sub_agent" else self.config.step_timeout_ms
+            async with self.sem:
+                await self.emit(NodeStart(id=node.id, tool=node.target, attempt=attempt))
+                current = Attempt(run=self.run, node_id=node.id, number=attempt)
+                try:
+                    async with asyncio.timeout(timeout_ms / 1000.0 if timeout_ms else None):
+                        result = await self._attempt(node, current)
+                except Exception as exc:
+                    failure = classify(exc, timeout_ms=timeout_ms)
+                    if failure.retryable and attempt < attempts and current.abandoned_thread():
+                        failure = Failure(retryable=False, message=f"{failure.message}; the tool is still running "
+                                          "in its thread, so it is not retried (a retry would run it twice at once)")
+                else:
+                    return NodeOutcome(node_id=node.id, status=NodeStatus.DONE, result=result,
+                                       duration_ms=(time.perf_counter() - started) * 1000.0)
+            if not failure.retryable or attempt == attempts:
+                return NodeOutcome(node_id=node.id, status=NodeStatus.FAILED, error=failure.message,
+                                   duration_ms=(time.perf_counter() - started) * 1000.0)
+            delay = backoff_seconds(attempt, self.config, self.rng)
+            await self.emit(Step(kind="thought", node_id=node.id, tool=node.target,
+                                 content=f"{node.id} attempt {attempt} failed: {failure.message}; "
+                                         f"retrying in {delay * 1000:.0f} ms"))
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, node: Node, current: Attempt) -> Any:
+        events = self.tool_events
+        if events is None:
+            return await self._call(node, current)
+        token = events.enter(current)
+        try:
+            return await self._call(node, current)
+        finally:
+            events.leave(current, token)
+
+    async def _call(self, node: Node, current: Attempt) -> Any:
+        inputs = self.state.inputs(node) if node.depends_on else {}
+        # placeholders can only name dependencies: without any, there is nothing to substitute
+        params = self.substitute(node.params, {dep: value for (dep, _), value in inputs.items()}) if inputs else node.params
+        if node.type == "sub_agent":
+            agent = self.agents.get(node.agent or "")
+            if agent is None:
+                known = ", ".join(sorted(self.agents)) or "none"
+                raise ToolError(f"unknown agent: {node.agent} (known: {known})", retryable=False)
+            await self.emit(Step(kind="action", content=node.goal or f"{node.agent}", tool=node.agent,
+                                 params=params, node_id=node.id))
+            task = SubAgentTask(goal=node.goal, params=params, node_id=node.id, agent=node.agent or "",
+                                task_id=self.task_id, attempt=current.number,
+                                upstream={f"{dep}:{target}": value for (dep, target), value in inputs.items()})
+            return await agent.run(task)
+        tool = self.tools.get(node.tool or "")
+        if tool is None:
+            raise UnknownToolError(node.tool or "", known=list(self.tools))
+        args = tool.validate(params)
+        await self.emit(Step(kind="action", content=f"{tool.name}", tool=tool.name, params=args, node_id=node.id))
+        if not tool.is_sync:
+            return await tool.run(args, validate=False)
+        # A thread of its own (not the loop's shared executor): one stuck past its timeout keeps
+        # only that thread, and the attempt can tell it is still running (see run_node).
+        current.call = call_in_thread(tool.execute, args)
+        result = await current.call.future
+        return await result if inspect.isawaitable(result) else result

@@ -1,0 +1,70 @@
+"""Checkpoint writes of a running graph (whole graph, changed nodes, final status) and that status."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from saber.events import Error, Event
+from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError
+from saber.graph.node import Node, NodeStatus
+from saber.graph.result import RunStatus
+from saber.graph.state import GraphState
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[Event], Awaitable[None]]
+
+
+async def save_graph(
+    store: CheckpointStore, task_id: str, nodes: Sequence[Node], *, config: Mapping[str, Any], replans: int,
+    meta: Mapping[str, Any], owner: str | None, emit: Emit,
+) -> None:
+    """Write the whole graph as a running task; a failure is logged and emitted, not raised."""
+    try:
+        await store.save_graph(task_id, nodes, config=config, status="running", replans=replans, meta=meta,
+                               owner=owner)
+    except Exception as exc:
+        log.exception("checkpoint of task %s failed", task_id)
+        await emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))
+
+
+async def save_nodes(
+    store: CheckpointStore, task_id: str, nodes: Sequence[Node], *, replans: int, owner: str | None,
+    lost: Callable[[TaskClaimedError], None],
+) -> Error | None:
+    """Write the changed nodes; returns the error event to announce if that failed (``lost`` is
+    called first when another process holds the task now)."""
+    try:
+        await store.save_nodes(task_id, nodes, replans=replans, owner=owner)
+    except TaskClaimedError as exc:
+        lost(exc)
+        return Error(message=str(exc), where="checkpoint")
+    except Exception as exc:
+        log.exception("checkpoint of task %s failed", task_id)
+        return Error(message=f"checkpoint failed: {exc}", where="checkpoint")
+    return None
+
+
+async def set_status(store: CheckpointStore, task_id: str, status: RunStatus, *, owner: str | None,
+                     emit: Emit) -> None:
+    """Record how the run ended (which ends ``owner``'s lease); a failure is logged and emitted."""
+    try:
+        await store.set_status(task_id, status, owner=owner)
+    except TaskClaimedError as exc:
+        log.error("%s; its status is left to the new owner", exc)
+        await emit(Error(message=str(exc), where="checkpoint"))
+    except Exception as exc:
+        log.exception("checkpoint of task %s failed", task_id)
+        await emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))
+
+
+def run_status(nodes: Iterable[Node], state: GraphState, *, cancelled: bool) -> RunStatus:
+    """How a finished run ended: cancelled, failed (a node failed, or was skipped for a failure) or done."""
+    if cancelled:
+        return "cancelled"
+    unfinished = (NodeStatus.FAILED, NodeStatus.PENDING, NodeStatus.RUNNING)  # the last two: never "done"
+    if any(n.status in unfinished or state.failure_skipped(n) for n in nodes):
+        return "failed"
+    return "done"
