@@ -231,6 +231,7 @@ class EventBus:
         self._lock = threading.Lock()
         self._subs: dict[str, list[BusHandler]] = {}
         self._pending: set[asyncio.Future[None]] = set()
+        self._tail: asyncio.Future[None] | None = None
 
     def subscribe(self, topic: str, handler: BusHandler) -> Callable[[], None]:
         """Call ``handler(topic, payload)`` for each publish on ``topic`` ("*" for all). Returns an unsubscribe."""
@@ -252,9 +253,7 @@ class EventBus:
             loop = None
         for handler in handlers:
             if loop is not None and not _is_async_handler(handler):
-                # a plain function may block (a disk, a database): run it off the loop, so it never
-                # stalls this request or anyone else's
-                self._track(asyncio.ensure_future(self._guard(topic, asyncio.to_thread(handler, topic, payload))))
+                self._run_in_order(topic, payload, handler)
                 continue
             try:
                 result = handler(topic, payload)
@@ -263,6 +262,23 @@ class EventBus:
                 continue
             if inspect.isawaitable(result):
                 self._track(asyncio.ensure_future(self._guard(topic, result)))
+
+    def _run_in_order(self, topic: str, payload: dict[str, Any], handler: BusHandler) -> None:
+        """A plain function may block (a disk, a database): it runs in a worker thread, so it never
+        stalls the event loop, one call after another in publish order; an awaitable it returns
+        is awaited on the loop."""
+        previous = self._tail
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            result = await asyncio.to_thread(handler, topic, payload)
+            if inspect.isawaitable(result):
+                await result
+
+        task = asyncio.ensure_future(self._guard(topic, run()))
+        self._tail = task
+        self._track(task)
 
     def _track(self, task: asyncio.Future[None]) -> None:
         self._pending.add(task)

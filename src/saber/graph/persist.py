@@ -19,12 +19,16 @@ Emit = Callable[[Event], Awaitable[None]]
 
 async def save_graph(
     store: CheckpointStore, task_id: str, nodes: Sequence[Node], *, config: Mapping[str, Any], replans: int,
-    meta: Mapping[str, Any], owner: str | None, emit: Emit,
+    meta: Mapping[str, Any], owner: str | None, emit: Emit, lost: Callable[[TaskClaimedError], None],
 ) -> None:
-    """Write the whole graph as a running task; a failure is logged and emitted, not raised."""
+    """Write the whole graph as a running task; a failure is logged and emitted, not raised (``lost``
+    is called first when another live process holds the task)."""
     try:
         await store.save_graph(task_id, nodes, config=config, status="running", replans=replans, meta=meta,
                                owner=owner)
+    except TaskClaimedError as exc:
+        lost(exc)
+        await emit(Error(message=str(exc), where="checkpoint"))
     except Exception as exc:
         log.exception("checkpoint of task %s failed", task_id)
         await emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import socket
+import ssl
+import urllib.error
 from dataclasses import dataclass
 
 import httpx
@@ -20,9 +22,27 @@ class Failure:
     retryable: bool
 
 
-_CONNECTION_ERRORS = (ConnectionError, socket.gaierror, httpx.TransportError)
+_CONNECTION_ERRORS = (ConnectionError, socket.gaierror, ssl.SSLError, httpx.TransportError)
 """Errors of reaching a backend. Other ``OSError``s (a missing file, no permission) are local
 and would fail the same way again, so they are not retried."""
+_CONNECTION_NAMES = {"ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout"}
+"""Connection errors of client libraries that do not subclass the built-in ones (requests, aiohttp...)."""
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """A connection error itself, urllib's ``URLError`` wrapping one, a client library's own
+    connection error, or anything caused by one (the ``__cause__``/``__context__`` chain)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, _CONNECTION_ERRORS) or type(current).__name__ in _CONNECTION_NAMES:
+            return True
+        if isinstance(current, urllib.error.URLError) and not isinstance(current, urllib.error.HTTPError):
+            reason = current.reason  # an exception for network failures, a string for "unknown url type" and the like
+            return isinstance(reason, BaseException) and (isinstance(reason, TimeoutError) or _is_connection_error(reason))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
@@ -40,7 +60,9 @@ def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
     if isinstance(exc, httpx.HTTPStatusError):
         code = exc.response.status_code
         return Failure(message=f"HTTP {code} from {exc.request.url}", retryable=code >= 500 or code == 429)
-    if isinstance(exc, _CONNECTION_ERRORS):
+    if isinstance(exc, urllib.error.HTTPError):
+        return Failure(message=f"HTTP {exc.code} from {exc.url}", retryable=exc.code >= 500 or exc.code == 429)
+    if _is_connection_error(exc):
         return Failure(message=f"connection error: {type(exc).__name__}: {exc}", retryable=True)
     flag = getattr(exc, "retryable", None)
     if isinstance(flag, bool):

@@ -327,7 +327,8 @@ class GraphRuntime:
     async def _save_graph(self) -> None:
         if self.checkpoint is not None:
             await save_graph(self.checkpoint, self.task_id, list(self.graph), config=self.config.to_dict(),
-                             replans=self.replans_used, meta=self.meta, owner=self._owner, emit=self._emit)
+                             replans=self.replans_used, meta=self.meta, owner=self._owner, emit=self._emit,
+                             lost=self._lost_lease)
 
     async def _set_status(self, status: RunStatus) -> None:
         if self.checkpoint is not None:

@@ -57,6 +57,10 @@ def call_in_thread(func: Callable[..., T], *args: Any) -> ThreadCall[T]:
     def main() -> None:
         try:
             outcome: tuple[bool, Any] = (True, context.run(func, *args))
+        except (StopIteration, StopAsyncIteration) as exc:  # a future refuses these: it would never complete
+            error = RuntimeError(f"{getattr(func, '__name__', 'the call')} raised {type(exc).__name__}")
+            error.__cause__ = exc
+            outcome = (False, error)
         except BaseException as exc:  # handed to the awaiting task, raised there
             outcome = (False, exc)
         try:

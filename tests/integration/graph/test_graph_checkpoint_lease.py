@@ -173,3 +173,33 @@ async def test_an_owner_that_lost_its_task_stops_and_overwrites_nothing(stores: 
     saved = await stores.open().load("T")
     assert saved is not None and saved.status == "running" and saved.owner == "other-host:7:feedfacecafe"
     assert [n.status.value for n in saved.nodes] == ["pending", "pending"]  # left to the new owner
+
+
+async def test_a_replan_after_losing_the_task_does_not_take_it_back(stores: Stores) -> None:
+    async def boom(args: dict[str, Any]) -> str:
+        from saber.tools import ToolError
+
+        raise ToolError("nope")
+
+    async def fine(args: dict[str, Any]) -> str:
+        return "ok"
+
+    tools = {"boom": Tool.from_json_schema("boom", "fails", None, boom), "ok": Tool.from_json_schema("ok", "ok", None, fine)}
+    asked, go = asyncio.Event(), asyncio.Event()
+
+    async def replanner(request: Any) -> list[Node]:
+        asked.set()
+        await go.wait()
+        return [Node(id="n2", tool="ok")]
+
+    run = asyncio.create_task(GraphRuntime([Node(id="n1", tool="boom")], tools, GraphConfig(max_replan=1, max_retries=1),
+                                           checkpoint=stores.open(), task_id="T", replanner=replanner).run())
+    await asked.wait()
+    stores.set_owner("T", "other-host:1:abc")  # another process took the task over meanwhile
+    go.set()
+    result = await run
+    assert result.status == "cancelled"
+    assert "n2" not in result.nodes or result.nodes["n2"].status.value == "cancelled", "nothing ran for a lost task"
+    saved = await stores.open().load("T")
+    assert saved is not None and saved.owner == "other-host:1:abc"
+    assert [n.id for n in saved.nodes] == ["n1"], "the new owner's graph was not rewritten"

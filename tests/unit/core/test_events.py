@@ -68,3 +68,25 @@ async def test_bus_isolates_failing_subscribers_and_drains() -> None:
     bus.publish("agent.chat", {"answer": "again"})
     await bus.drain()
     assert ("agent.chat", {"answer": "again"}) not in received
+
+
+async def test_plain_subscribers_run_off_the_loop_in_publish_order() -> None:
+    import threading
+
+    bus = ev.EventBus()
+    seen: list[int] = []
+    threads: set[str] = set()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+
+    def record(topic: str, payload: dict[str, Any]) -> None:
+        threads.add(threading.current_thread().name)
+        seen.append(payload["n"])
+
+    bus.subscribe("t", record)
+    bus.subscribe("t", lambda topic, payload: queue.put(payload["n"]))  # returns an awaitable: awaited
+    for n in range(6):
+        bus.publish("t", {"n": n})
+    await bus.drain()
+    assert seen == list(range(6))
+    assert threading.main_thread().name not in threads
+    assert [queue.get_nowait() for _ in range(6)] == list(range(6))

@@ -216,3 +216,28 @@ async def test_a_missing_file_fails_at_once() -> None:
     node = result.nodes["n1"]
     assert node.status is NodeStatus.FAILED and node.attempts == 1 and len(calls) == 1
     assert node.error is not None and node.error.startswith("FileNotFoundError")
+
+
+def test_connection_errors_of_common_client_libraries_are_retryable() -> None:
+    import ssl
+    import urllib.error
+
+    from saber.graph.retry import classify
+
+    class ConnectionError(OSError):  # the shape of requests.exceptions.ConnectionError
+        pass
+
+    retryable = [
+        urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")),
+        urllib.error.URLError(TimeoutError("timed out")),
+        ConnectionError("HTTPConnectionPool: Max retries exceeded"),
+        ssl.SSLEOFError(8, "EOF occurred in violation of protocol"),
+        urllib.error.HTTPError("http://x", 503, "unavailable", {}, None),  # type: ignore[arg-type]
+    ]
+    not_retryable = [
+        urllib.error.URLError("unknown url type: ftp"),
+        urllib.error.HTTPError("http://x", 404, "not found", {}, None),  # type: ignore[arg-type]
+        FileNotFoundError(2, "No such file"),
+    ]
+    assert [classify(e).retryable for e in retryable] == [True] * len(retryable)
+    assert [classify(e).retryable for e in not_retryable] == [False] * len(not_retryable)

@@ -160,3 +160,13 @@ def test_misspelled_arguments_are_named_and_other_extras_ignored() -> None:
     with pytest.raises(ToolArgumentError, match="dayz: unknown field \\(did you mean 'days'\\?\\)"):
         google_style.validate({"city": "Paris", "dayz": 5})
     assert google_style.validate({"city": "Paris", "reason": "the user asked"}) == {"city": "Paris", "days": 3, "unit": "c"}
+
+
+async def test_a_sync_tool_raising_stop_iteration_fails_instead_of_hanging() -> None:
+    @tool
+    def exhausted() -> str:
+        """Calls next() on an empty iterator."""
+        return str(next(iter([])))
+
+    with pytest.raises(RuntimeError, match="raised StopIteration"):
+        await asyncio.wait_for(exhausted.run({}), 10)

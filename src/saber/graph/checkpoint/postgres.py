@@ -71,6 +71,15 @@ class PostgresCheckpointStore(CheckpointStore):
         async with self._lock:
             conn = await self._connection()
             async with conn.transaction(), conn.cursor() as cur:
+                if owner is not None:  # never take a task over from a live owner by rewriting it
+                    await cur.execute(
+                        "SELECT status, owner, extract(epoch FROM lease_until)::float8, "
+                        "coalesce(lease_until > now(), false) FROM checkpoint_tasks WHERE task_id=%s FOR UPDATE",
+                        (task_id,),
+                    )
+                    row = await cur.fetchone()
+                    if row is not None and not claimable(row[0], row[1], row[3], owner):
+                        raise TaskClaimedError.running_elsewhere(task_id, row[1], row[2])
                 await cur.execute(
                     "INSERT INTO checkpoint_tasks (task_id, status, config, replans, meta, owner, lease_until) "
                     "VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s::text IS NULL THEN NULL "

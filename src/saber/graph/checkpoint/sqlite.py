@@ -72,6 +72,11 @@ class SQLiteCheckpointStore(CheckpointStore):
         now = time.time()
         lease = now + self.lease_seconds if owner is not None else None
         with self._tx() as db:
+            if owner is not None:  # never take a task over from a live owner by rewriting it
+                row = db.execute("SELECT status, owner, lease_until FROM checkpoint_tasks WHERE task_id=?",
+                                 (task_id,)).fetchone()
+                if row is not None and not claimable(row[0], row[1], row[2] is not None and row[2] > now, owner):
+                    raise TaskClaimedError.running_elsewhere(task_id, row[1], row[2])
             db.execute(
                 "INSERT INTO checkpoint_tasks (task_id, status, config, replans, meta, created_at, updated_at, owner, "
                 "lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task_id) DO UPDATE SET "
