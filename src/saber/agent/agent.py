@@ -13,7 +13,16 @@ import contextlib
 import importlib.util
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +121,8 @@ class Agent:
             sub_agents=default_sub_agents() if sub_agents is None else sub_agents,
         )
         self._requests: dict[str, _Request] = {}
+        self._queues: dict[str, asyncio.Queue[Event | None]] = {}
+        """Event queues of requests made but not yet served (``_new_turn`` → ``_serve``)."""
         self._background: set[asyncio.Task[Any]] = set()
 
     @property
@@ -248,22 +259,20 @@ class Agent:
         if task_id in self._requests:
             raise ValueError(f"task {task_id} is already running")
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        streamed: list[str] = []
 
         async def emit(event: Event) -> None:
             if isinstance(event, Token):
-                streamed.append(event.content)
+                turn.streamed.append(event.content)
             await queue.put(event)
 
         turn = Turn(task_id=task_id, user_id=user_id, query=query, lang=language_of(query), emit=emit, model=self.model,
                     tools=tools, services=self.services)
-        turn.extras["streamed"] = streamed
-        turn.extras["queue"] = queue
+        self._queues[task_id] = queue
         return turn
 
     async def _serve(self, turn: Turn, work: Callable[[], Awaitable[str]]) -> AsyncGenerator[Event, None]:
         """Run ``work`` as this request's task and yield its events until ``done``."""
-        queue: asyncio.Queue[Event | None] = turn.extras["queue"]
+        queue = self._queues.pop(turn.task_id)
         task = asyncio.create_task(self._run(turn, work, queue), name=f"saber-request-{turn.task_id}")
         self._requests[turn.task_id] = _Request(user_id=turn.user_id, task=task)
         try:
@@ -282,8 +291,8 @@ class Agent:
             answer = await work()
         except asyncio.CancelledError:
             interrupted = True
-            answer = "".join(turn.extras["streamed"])
-            for task in turn.extras.get("background", []):
+            answer = "".join(turn.streamed)
+            for task in turn.background:
                 task.cancel()
         except Exception as exc:
             log.exception("request %s failed", turn.task_id)
@@ -328,7 +337,7 @@ class Agent:
         for name in decision.tools:
             node = pick_tool_call(turn, name)
             if node is not None:
-                turn.extras["tool_node"] = node
+                turn.tool_node = node
                 return RouteDecision(mode="tool", rule=decision.rule, tools=[name], needs=decision.needs)
         fallback: Mode = "react" if decision.needs else "chat"
         why = f"no arguments for {', '.join(decision.tools)}" if decision.tools else "no tool matches the query"
@@ -336,8 +345,8 @@ class Agent:
                              needs=decision.needs)
 
     async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:
-        if decision.mode == "tool":
-            return await run_tool(turn, turn.extras["tool_node"])
+        if decision.mode == "tool" and turn.tool_node is not None:
+            return await run_tool(turn, turn.tool_node)
         if decision.mode == "rag":
             return await run_rag(turn)
         if decision.mode == "react":
@@ -353,13 +362,13 @@ class Agent:
 
     # -- background work ------------------------------------------------------------------------
 
-    def _background_task(self, work: Awaitable[None], turn: Turn | None = None) -> None:
+    def _background_task(self, work: Coroutine[Any, Any, None], turn: Turn | None = None) -> None:
         """Start ``work`` without waiting for it; with ``turn``, cancelling that request cancels it too."""
-        task = asyncio.ensure_future(work)
+        task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         if turn is not None:
-            turn.extras.setdefault("background", []).append(task)
+            turn.background.append(task)
 
     async def _learn_preferences(self, user_id: str, text: str) -> None:
         memory = self.services.memory

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from saber.agent.prompts import Lang, context_block
 from saber.agent.router import RouteDecision
 from saber.events import Event
+from saber.graph.node import Node
 from saber.llm.base import ChatModel
 from saber.llm.nomodel import is_no_model
 from saber.llm.types import Message, Usage
@@ -40,7 +42,12 @@ class Turn:
     route: RouteDecision | None = None
     usage: Usage = field(default_factory=Usage)
     answered_by_model: bool = False
-    extras: dict[str, Any] = field(default_factory=dict)
+    streamed: list[str] = field(default_factory=list)
+    """The answer's tokens as emitted so far (the partial answer of an interrupted request)."""
+    background: list[asyncio.Task[None]] = field(default_factory=list)
+    """Background work started for this request, cancelled with it."""
+    tool_node: Node | None = None
+    """The call tool mode decided on while routing."""
 
     @property
     def has_model(self) -> bool:

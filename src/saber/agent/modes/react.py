@@ -27,12 +27,6 @@ from saber.planner import (
     replan,
     rule_plan,
 )
-from saber.tools.builtin.cities import find_city
-
-
-def _city_name(text: str) -> str | None:
-    city = find_city(text)
-    return (city.name_zh or city.name) if city else None
 
 
 async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
@@ -59,7 +53,7 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
 
 
 def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPlan:
-    plan = rule_plan(turn.query, turn.tools, agents=agents, preferences=turn.preferences, city_from_query=_city_name)
+    plan = rule_plan(turn.query, turn.tools, agents=agents, preferences=turn.preferences)
     return ParsedPlan(nodes=plan.nodes, format=plan.format, shape=plan.shape, warnings=[*warnings, *plan.warnings])
 
 

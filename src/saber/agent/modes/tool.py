@@ -10,7 +10,6 @@ from saber.events import ToolCallEvent
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
 from saber.planner import rule_plan
-from saber.tools.builtin.cities import find_city
 
 
 def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
@@ -19,14 +18,10 @@ def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
     tool = turn.tools.get(tool_name)
     if tool is None:
         return None
-    plan = rule_plan(turn.query, {tool_name: tool}, preferences=turn.preferences, city_from_query=_city_name)
+    plan = rule_plan(turn.query, {tool_name: tool}, preferences=turn.preferences)
     nodes = [n for n in plan.nodes if n.tool == tool_name]
     return nodes[0] if len(nodes) == 1 else None
 
-
-def _city_name(text: str) -> str | None:
-    city = find_city(text)
-    return city.name_zh or city.name if city else None
 
 
 async def run_tool(turn: Turn, node: Node) -> str:
