@@ -1,17 +1,17 @@
-"""What the SQLite and PostgreSQL stores share: the tables (prefixed ``rag_``) and the
-transactional document logic. Each subclass supplies its connection, placeholders, vector
-encoding and vector search."""
+"""What the SQLite and PostgreSQL stores share: the transactional document logic over the
+``rag_`` tables (created by ``saber.db``'s migrations; ``rag_chunks`` here, sized for the
+embedder). Each subclass supplies its vector encoding, chunk table and vector search."""
 
 from __future__ import annotations
 
 import contextlib
-import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from saber.db import Database, DatabaseError, Tx, open_database
 from saber.rag.documents import (
     ChunkRecord,
     Document,
@@ -19,6 +19,7 @@ from saber.rag.documents import (
     EmbeddingError,
     IngestResult,
     NewDocument,
+    RagError,
     StoredChunk,
 )
 from saber.rag.embedder import Vectors
@@ -36,24 +37,16 @@ class _Duplicate(Exception):
 class SqlStore(ABC):
     kind = "sql"
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
+    def __init__(self, target: str, *, pool_size: int | None = None, connect_timeout: float = 10.0) -> None:
+        try:
+            self._db: Database = open_database(target, pool_size=pool_size, connect_timeout=connect_timeout)
+        except DatabaseError as exc:
+            raise RagError(str(exc)) from None
 
     # -- what a backend supplies ----------------------------------------------------------------
 
     @abstractmethod
-    def _transaction(self, write: bool) -> contextlib.AbstractContextManager[Any]:
-        """A cursor inside a transaction: commit on exit, roll back on error."""
-
-    @abstractmethod
-    def _sql(self, statement: str) -> str:
-        """Adapt ``?`` placeholders to the driver."""
-
-    @abstractmethod
     def _vector_param(self, vector: Vectors) -> Any: ...
-
-    @abstractmethod
-    def _is_unique_violation(self, exc: Exception) -> bool: ...
 
     @abstractmethod
     def _create_chunk_table(self, cur: Any, dim: int) -> None: ...
@@ -64,18 +57,18 @@ class SqlStore(ABC):
     @abstractmethod
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]: ...
 
-    @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        self._db.close()
 
     # -- helpers ---------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _cursor(self, *, write: bool = False) -> Iterator[Any]:
-        with self._lock, self._transaction(write) as cur:
-            yield cur
+    def _cursor(self, *, write: bool = False) -> Iterator[Tx]:
+        with self._db.transaction(write=write) as tx:
+            yield tx
 
-    def _exec(self, cur: Any, statement: str, params: Sequence[Any] = ()) -> Any:
-        return cur.execute(self._sql(statement), tuple(params))
+    def _exec(self, cur: Tx, statement: str, params: Sequence[Any] = ()) -> Any:
+        return cur.execute(statement, params)
 
     def _bump(self, cur: Any) -> None:
         self._exec(cur, "UPDATE rag_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'revision'")
@@ -133,7 +126,7 @@ class SqlStore(ABC):
             with self._cursor(write=True) as cur:
                 return self._save(cur, doc, sections, chunks, vectors)
         except Exception as exc:
-            if not (isinstance(exc, _Duplicate) or self._is_unique_violation(exc)):
+            if not (isinstance(exc, _Duplicate) or self._db.is_unique_violation(exc)):
                 raise
         existing = self.find_by_hash(doc.content_hash)  # a concurrent writer stored it first
         if existing is None:
@@ -208,7 +201,7 @@ class SqlStore(ABC):
         if not self._has_chunk_table(cur):
             raise EmbeddingError("the embedder is not set up for this store: call ensure_embedding first")
         cur.executemany(
-            self._sql("INSERT INTO rag_sections (document_id, ordinal, text) VALUES (?, ?, ?)"),
+            "INSERT INTO rag_sections (document_id, ordinal, text) VALUES (?, ?, ?)",
             [(doc_id, i, text) for i, text in enumerate(sections)],
         )
         self._insert_chunk_rows(cur, [
@@ -219,10 +212,8 @@ class SqlStore(ABC):
 
     def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         cur.executemany(
-            self._sql(
-                "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) "
-                "VALUES (?, ?, ?, ?, ?, ?)"
-            ),
+            "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
 
@@ -295,19 +286,3 @@ def _document(row: Sequence[Any]) -> Document:
         chunk_count=int(row[10]), content=row[11] if len(row) > 11 else None,
     )
 
-
-COMMON_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS rag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "INSERT INTO rag_meta (key, value) SELECT 'revision', '0' WHERE NOT EXISTS "
-    "(SELECT 1 FROM rag_meta WHERE key = 'revision')",
-    """CREATE TABLE IF NOT EXISTS rag_documents (
-        id TEXT PRIMARY KEY, doc_key TEXT NOT NULL UNIQUE, title TEXT NOT NULL, source TEXT NOT NULL,
-        doc_type TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '', content_hash TEXT NOT NULL UNIQUE,
-        content TEXT NOT NULL, version INTEGER NOT NULL, indexed INTEGER NOT NULL DEFAULT 0,
-        created_at TEXT NOT NULL, updated_at TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS rag_document_versions (
-        document_id TEXT NOT NULL, version INTEGER NOT NULL, title TEXT NOT NULL, content_hash TEXT NOT NULL,
-        content TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (document_id, version))""",
-    """CREATE TABLE IF NOT EXISTS rag_sections (
-        document_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (document_id, ordinal))""",
-)

@@ -1,4 +1,5 @@
-"""The embedded store: tables prefixed ``rag_`` in the app's one SQLite file (WAL, busy timeout).
+"""The embedded store: tables prefixed ``rag_`` in the app's one SQLite file (WAL, busy timeout),
+on the pool ``saber.db`` keeps for that file.
 
 Vectors are float32 blobs; search is a brute-force cosine over all of them with numpy (a matrix
 product, the matrix cached until the store's revision changes). That is exact and fast enough up
@@ -7,57 +8,25 @@ to about 100k chunks (~150 MB of vectors at 384 dimensions); past that, use Post
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from saber.rag.embedder import Vectors
-from saber.rag.store.sql import COMMON_SCHEMA, SqlStore
+from saber.rag.store.sql import SqlStore
 
 
 class SQLiteStore(SqlStore):
     kind = "sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
-        super().__init__()
+    def __init__(self, path: str | Path, *, pool_size: int | None = None) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
         self._matrix: tuple[int, np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
-        with self._cursor(write=True) as cur:
-            for statement in COMMON_SCHEMA:
-                cur.execute(statement)
-
-    @contextlib.contextmanager
-    def _transaction(self, write: bool) -> Iterator[Any]:
-        cur = self._conn.cursor()
-        cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        else:
-            cur.execute("COMMIT")
-        finally:
-            cur.close()
-
-    def _sql(self, statement: str) -> str:
-        return statement
+        super().__init__(str(path), pool_size=pool_size)
 
     def _vector_param(self, vector: Vectors) -> Any:
         return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-
-    def _is_unique_violation(self, exc: Exception) -> bool:
-        return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
 
     def _has_chunk_table(self, cur: Any) -> bool:
         row = cur.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rag_chunks'").fetchone()
@@ -74,8 +43,9 @@ class SQLiteStore(SqlStore):
     def _vectors(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         with self._cursor() as cur:
             revision = int(cur.execute("SELECT value FROM rag_meta WHERE key = 'revision'").fetchone()[0])
-            if self._matrix is not None and self._matrix[0] == revision:
-                return self._matrix[1], self._matrix[2]
+            cached = self._matrix
+            if cached is not None and cached[0] == revision:
+                return cached[1], cached[2]
             if not self._has_chunk_table(cur):
                 return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
             rows = cur.execute("SELECT id, embedding FROM rag_chunks ORDER BY id").fetchall()
@@ -99,7 +69,3 @@ class SQLiteStore(SqlStore):
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(ids[i]), float(scores[i])) for i in top]
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
