@@ -210,7 +210,10 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
     with _registry_lock:
         db = _open.get(key)
         if db is None:
-            db = Database(target, pool_size=pool_size or DEFAULT_POOL_SIZE, connect_timeout=connect_timeout)
+            try:
+                db = Database(target, pool_size=pool_size or DEFAULT_POOL_SIZE, connect_timeout=connect_timeout)
+            except OSError as exc:
+                raise DatabaseError(f"cannot create the database {target}: {exc}") from None
             try:
                 upgrade(db)
             except BaseException:

@@ -54,6 +54,10 @@ def upgrade(db: Database) -> str:
             ctx = MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE})
             if ctx.get_current_revision() != head():
                 command.upgrade(_config(tx), "head")
+    except exc.OperationalError as error:
+        if db.dialect == "postgresql":
+            raise DatabaseError(f"cannot connect to the database {db.display}: {_first_line(error)}") from None
+        raise DatabaseError(f"cannot open or migrate the database {db.display}: {_first_line(error)}") from None
     except exc.SQLAlchemyError as error:
         raise DatabaseError(f"cannot open or migrate the database {db.display}: {_first_line(error)}") from None
     except OSError as error:

@@ -1,16 +1,12 @@
-"""The SQL both stores share. Subclasses supply the connection, the DDL and transactions.
-
-Statements are written with ``?`` placeholders; the PostgreSQL store rewrites them to ``%s``.
-Every statement is scoped by ``user_id``: no method reads or writes another user's rows.
+"""The SQL both stores share, on a ``saber.db`` database (its pool, transactions and migrated
+``mem_*`` tables). Every statement is scoped by ``user_id``: no method reads or writes another
+user's rows. Methods block; async callers run them in worker threads.
 """
 
 from __future__ import annotations
 
-import threading
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Protocol, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -20,43 +16,29 @@ from saber.agent.memory.store import (
     HistoryEntry,
     HistoryRole,
     MemoryRecord,
+    MemoryStoreError,
     NewMemory,
     check_user_id,
     merged_importance,
     vector_from_bytes,
     vector_to_bytes,
 )
+from saber.db import Database, DatabaseError, Tx, open_database
 
 _MEMORY_COLUMNS = "id, user_id, text, norm, importance, created_at, last_used_at, uses, source, embedder, vector"
 
 
-class Cursor(Protocol):
-    """The slice of a DB-API cursor the shared code uses."""
+class SQLMemoryStore:
+    """History, preferences and memories in the ``mem_*`` tables of a SQLite file or PostgreSQL."""
 
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
+    def __init__(self, target: str, *, pool_size: int | None = None, connect_timeout: float = 10.0) -> None:
+        try:
+            self._db: Database = open_database(target, pool_size=pool_size, connect_timeout=connect_timeout)
+        except DatabaseError as exc:
+            raise MemoryStoreError(f"cannot open the memory database ({exc})") from None
 
-
-class SQLMemoryStore(ABC):
-    """History, preferences and memories over any DB-API connection, guarded by one lock."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-
-    # --- what a dialect provides -------------------------------------------------------------
-
-    @abstractmethod
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor: ...
-
-    @abstractmethod
-    def _transaction(self) -> AbstractContextManager[None]:
-        """A write transaction; the caller holds ``self._lock``."""
-
-    @abstractmethod
-    def _is_unique_violation(self, exc: BaseException) -> bool: ...
-
-    @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        self._db.close()
 
     # --- history -----------------------------------------------------------------------------
 
@@ -66,12 +48,12 @@ class SQLMemoryStore(ABC):
             raise ValueError(f"role: must be one of {sorted(HISTORY_ROLES)}, got {role!r}")
         if keep < 1:
             raise ValueError("keep: must be at least 1")
-        with self._lock, self._transaction():
-            self._execute(
+        with self._db.transaction(write=True) as tx:
+            tx.execute(
                 "INSERT INTO mem_history (user_id, role, content, created_at) VALUES (?, ?, ?, ?)",
                 (user_id, role, content, now),
             )
-            self._execute(
+            tx.execute(
                 "DELETE FROM mem_history WHERE user_id = ? AND id <= "
                 "(SELECT id FROM mem_history WHERE user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
                 (user_id, user_id, keep),
@@ -81,8 +63,8 @@ class SQLMemoryStore(ABC):
         check_user_id(user_id)
         if n <= 0:
             return []
-        with self._lock:
-            rows = self._execute(
+        with self._db.transaction() as tx:
+            rows = tx.execute(
                 "SELECT role, content, created_at FROM mem_history WHERE user_id = ? ORDER BY id DESC LIMIT ?",
                 (user_id, n),
             ).fetchall()
@@ -90,15 +72,15 @@ class SQLMemoryStore(ABC):
 
     def clear_history(self, user_id: str) -> None:
         check_user_id(user_id)
-        with self._lock, self._transaction():
-            self._execute("DELETE FROM mem_history WHERE user_id = ?", (user_id,))
+        with self._db.transaction(write=True) as tx:
+            tx.execute("DELETE FROM mem_history WHERE user_id = ?", (user_id,))
 
     # --- preferences -------------------------------------------------------------------------
 
     def get_preferences(self, user_id: str) -> dict[str, str]:
         check_user_id(user_id)
-        with self._lock:
-            rows = self._execute(
+        with self._db.transaction() as tx:
+            rows = tx.execute(
                 "SELECT key, value FROM mem_preferences WHERE user_id = ? ORDER BY key", (user_id,)
             ).fetchall()
         return {r[0]: r[1] for r in rows}
@@ -107,9 +89,9 @@ class SQLMemoryStore(ABC):
         check_user_id(user_id)
         if not updates:
             return
-        with self._lock, self._transaction():
+        with self._db.transaction(write=True) as tx:
             for key, value in updates.items():
-                self._execute(
+                tx.execute(
                     "INSERT INTO mem_preferences (user_id, key, value, updated_at) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                     (user_id, key, value, now),
@@ -117,8 +99,8 @@ class SQLMemoryStore(ABC):
 
     def delete_preference(self, user_id: str, key: str) -> bool:
         check_user_id(user_id)
-        with self._lock, self._transaction():
-            row = self._execute(
+        with self._db.transaction(write=True) as tx:
+            row = tx.execute(
                 "DELETE FROM mem_preferences WHERE user_id = ? AND key = ? RETURNING key", (user_id, key)
             ).fetchone()
         return row is not None
@@ -129,15 +111,15 @@ class SQLMemoryStore(ABC):
         check_user_id(user_id)
         for attempt in range(2):
             try:
-                with self._lock, self._transaction():
-                    row = self._execute(
+                with self._db.transaction(write=True) as tx:
+                    row = tx.execute(
                         "SELECT id FROM mem_memories WHERE user_id = ? AND norm = ?", (user_id, memory.norm)
                     ).fetchone()
                     if row is not None:
-                        merged = self._merge(user_id, int(row[0]), memory)
+                        merged = self._merge(tx, user_id, int(row[0]), memory)
                         assert merged is not None  # found in this same transaction
                         return merged, True
-                    inserted = self._execute(
+                    inserted = tx.execute(
                         f"INSERT INTO mem_memories (user_id, text, norm, importance, created_at, last_used_at, uses, "
                         f"source, embedder, vector) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING {_MEMORY_COLUMNS}",
                         (
@@ -148,31 +130,31 @@ class SQLMemoryStore(ABC):
                     return _record(inserted), False
             except Exception as exc:
                 # Another process inserted the same text between our SELECT and INSERT: merge instead.
-                if attempt == 0 and self._is_unique_violation(exc):
+                if attempt == 0 and self._db.is_unique_violation(exc):
                     continue
                 raise
         raise AssertionError("unreachable")
 
     def merge_memory(self, user_id: str, memory_id: int, memory: NewMemory) -> MemoryRecord | None:
         check_user_id(user_id)
-        with self._lock, self._transaction():
-            return self._merge(user_id, memory_id, memory)
+        with self._db.transaction(write=True) as tx:
+            return self._merge(tx, user_id, memory_id, memory)
 
-    def _merge(self, user_id: str, memory_id: int, memory: NewMemory) -> MemoryRecord | None:
-        row = self._execute(
+    def _merge(self, tx: Tx, user_id: str, memory_id: int, memory: NewMemory) -> MemoryRecord | None:
+        row = tx.execute(
             "SELECT importance FROM mem_memories WHERE user_id = ? AND id = ?", (user_id, memory_id)
         ).fetchone()
         if row is None:
             return None
         # The new wording wins, unless it would collide with another memory of the same norm.
-        clash = self._execute(
+        clash = tx.execute(
             "SELECT id FROM mem_memories WHERE user_id = ? AND norm = ? AND id <> ?", (user_id, memory.norm, memory_id)
         ).fetchone()
         text_sql = "" if clash is not None else "text = ?, norm = ?, vector = ?, embedder = ?, "
         text_params: tuple[Any, ...] = (
             () if clash is not None else (memory.text, memory.norm, vector_to_bytes(memory.vector), memory.embedder)
         )
-        updated = self._execute(
+        updated = tx.execute(
             f"UPDATE mem_memories SET {text_sql}importance = ?, last_used_at = ?, uses = uses + 1 "
             f"WHERE user_id = ? AND id = ? RETURNING {_MEMORY_COLUMNS}",
             (*text_params, merged_importance(float(row[0]), _clamp(memory.importance)), memory.now, user_id, memory_id),
@@ -181,8 +163,8 @@ class SQLMemoryStore(ABC):
 
     def list_memories(self, user_id: str) -> list[MemoryRecord]:
         check_user_id(user_id)
-        with self._lock:
-            rows = self._execute(
+        with self._db.transaction() as tx:
+            rows = tx.execute(
                 f"SELECT {_MEMORY_COLUMNS} FROM mem_memories WHERE user_id = ? ORDER BY id", (user_id,)
             ).fetchall()
         return [_record(r) for r in rows]
@@ -191,35 +173,35 @@ class SQLMemoryStore(ABC):
         check_user_id(user_id)
         if not ids:
             return
-        with self._lock, self._transaction():
+        with self._db.transaction(write=True) as tx:
             for memory_id in ids:
-                self._execute(
+                tx.execute(
                     "UPDATE mem_memories SET last_used_at = ?, uses = uses + 1 WHERE user_id = ? AND id = ?",
                     (now, user_id, int(memory_id)),
                 )
 
     def update_vectors(self, user_id: str, vectors: Mapping[int, npt.NDArray[np.float32]], embedder: str) -> None:
         check_user_id(user_id)
-        with self._lock, self._transaction():
+        with self._db.transaction(write=True) as tx:
             for memory_id, vector in vectors.items():
-                self._execute(
+                tx.execute(
                     "UPDATE mem_memories SET vector = ?, embedder = ? WHERE user_id = ? AND id = ?",
                     (vector_to_bytes(vector), embedder, user_id, int(memory_id)),
                 )
 
     def delete_memory(self, user_id: str, memory_id: int) -> bool:
         check_user_id(user_id)
-        with self._lock, self._transaction():
-            row = self._execute(
+        with self._db.transaction(write=True) as tx:
+            row = tx.execute(
                 "DELETE FROM mem_memories WHERE user_id = ? AND id = ? RETURNING id", (user_id, int(memory_id))
             ).fetchone()
         return row is not None
 
     def forget_user(self, user_id: str) -> None:
         check_user_id(user_id)
-        with self._lock, self._transaction():
+        with self._db.transaction(write=True) as tx:
             for table in ("mem_history", "mem_preferences", "mem_memories"):
-                self._execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+                tx.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
 
     def __enter__(self) -> SQLMemoryStore:
         return self
@@ -239,9 +221,3 @@ def _record(row: Any) -> MemoryRecord:
         last_used_at=float(r[6]), uses=int(r[7]), source=r[8], embedder=r[9], vector=vector_from_bytes(r[10]),
     )
 
-
-def iter_statements(script: str) -> Iterator[str]:
-    """Split a DDL script on ``;`` (the DDL here holds no semicolons inside statements)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            yield statement.strip()
