@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+PG_ADMIN = os.environ.get("SABER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+"""Any PostgreSQL (no pgvector needed); override with ``SABER_TEST_POSTGRES_URL``."""
 
 
 def pg_database() -> Iterator[str]:
@@ -17,7 +19,7 @@ def pg_database() -> Iterator[str]:
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+        yield PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
     finally:
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -28,7 +28,7 @@ from saber.graph.checkpoint.base import new_owner
 from saber.tools import Tool
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

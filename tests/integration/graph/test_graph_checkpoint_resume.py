@@ -31,7 +31,7 @@ from saber.tools import Tool
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
