@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """PostgreSQL (with pgvector) URL; the embedded SQLite file under ``home`` when unset."""
     redis_url: str | None = None
+    db_pool_size: int = Field(5, ge=1, le=1000)
+    """Connections each process keeps open to the database (as many again for bursts); the
+    knowledge base, memory and checkpoints share them."""
 
     # built-in tools
     search_backend: Literal["auto", "tavily", "searxng", "ddgs", "none"] = "auto"

@@ -401,5 +401,7 @@ def _checkpoint_store(settings: Settings) -> CheckpointStore:
     if settings.database_url:
         from saber.graph.checkpoint.postgres import PostgresCheckpointStore  # the postgres extra
 
-        return PostgresCheckpointStore(settings.database_url, lease_seconds=settings.graph_checkpoint_lease)
-    return SQLiteCheckpointStore(settings.sqlite_path, lease_seconds=settings.graph_checkpoint_lease)
+        return PostgresCheckpointStore(settings.database_url, lease_seconds=settings.graph_checkpoint_lease,
+                                       pool_size=settings.db_pool_size)
+    return SQLiteCheckpointStore(settings.sqlite_path, lease_seconds=settings.graph_checkpoint_lease,
+                                 pool_size=settings.db_pool_size)

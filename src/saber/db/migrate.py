@@ -40,9 +40,12 @@ def head() -> str:
 
 
 def current(db: Database) -> str | None:
-    """The revision the database is at (None before the first migration)."""
-    with db.transaction() as tx:
-        return MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
+    """The revision the database is at (None before the first migration). Raises DatabaseError."""
+    try:
+        with db.transaction() as tx:
+            return MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
+    except exc.SQLAlchemyError as error:
+        raise _failure(db, error) from None
 
 
 def upgrade(db: Database) -> str:
@@ -54,12 +57,8 @@ def upgrade(db: Database) -> str:
             ctx = MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE})
             if ctx.get_current_revision() != head():
                 command.upgrade(_config(tx), "head")
-    except exc.OperationalError as error:
-        if db.dialect == "postgresql":
-            raise DatabaseError(f"cannot connect to the database {db.display}: {_first_line(error)}") from None
-        raise DatabaseError(f"cannot open or migrate the database {db.display}: {_first_line(error)}") from None
     except exc.SQLAlchemyError as error:
-        raise DatabaseError(f"cannot open or migrate the database {db.display}: {_first_line(error)}") from None
+        raise _failure(db, error) from None
     except OSError as error:
         raise DatabaseError(f"cannot open the database {db.display}: {error}") from None
     if db.dialect == "postgresql":
@@ -67,6 +66,10 @@ def upgrade(db: Database) -> str:
     return head()
 
 
-def _first_line(error: exc.SQLAlchemyError) -> str:
+def _failure(db: Database, error: exc.SQLAlchemyError) -> DatabaseError:
+    """One line naming the database (password masked) and the driver's reason."""
     orig = getattr(error, "orig", None)
-    return str(orig if orig is not None else error).strip().splitlines()[0]
+    reason = str(orig if orig is not None else error).strip().splitlines()[0]
+    if isinstance(error, exc.OperationalError) and db.dialect == "postgresql":
+        return DatabaseError(f"cannot connect to the database {db.display}: {reason}")
+    return DatabaseError(f"cannot open or migrate the database {db.display}: {reason}")

@@ -25,7 +25,7 @@ def embedder_from_settings(settings: Settings) -> Embedder:
 def engine_from_settings(settings: Settings | None = None) -> RagEngine:
     """SQLite at ``$SABER_HOME/saber.db`` unless ``database_url`` names PostgreSQL."""
     s = settings or Settings.load()
-    store = open_store(s.database_url, str(s.sqlite_path))
+    store = open_store(s.database_url, str(s.sqlite_path), pool_size=s.db_pool_size)
     chunking = ChunkingConfig(child_size=s.rag_child_size, child_overlap=s.rag_child_overlap,
                               parent_size=s.rag_parent_size, parent_overlap=s.rag_parent_overlap)
     return RagEngine(store, embedder_from_settings(s), chunking=chunking, max_file_mb=s.rag_max_file_mb)

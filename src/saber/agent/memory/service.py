@@ -113,6 +113,7 @@ class MemoryService:
         history_window: int = DEFAULT_WINDOW,
         merge_threshold: float = DEFAULT_MERGE_THRESHOLD,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+        pool_size: int | None = None,
     ) -> MemoryService:
         """PostgreSQL when ``database_url`` is given, else SQLite at ``home/saber.db``."""
         from saber.rag.embedder import LocalE5Embedder
@@ -121,12 +122,13 @@ class MemoryService:
         if database_url:
             from saber.agent.memory.postgres_store import PostgresMemoryStore
 
-            store = PostgresMemoryStore(database_url)
+            store = PostgresMemoryStore(database_url, pool_size=pool_size)
         else:
             from saber.agent.memory.sqlite_store import SQLiteMemoryStore
             from saber.config import default_home
 
-            store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db")
+            store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db",
+                                      pool_size=pool_size)
         return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window,
                    merge_threshold=merge_threshold, half_life_days=half_life_days)
 
@@ -138,6 +140,7 @@ class MemoryService:
             home=settings.home, database_url=settings.database_url, embedder=embedder,
             model=model, history_window=settings.history_turns,
             merge_threshold=settings.memory_merge_threshold, half_life_days=settings.memory_half_life_days,
+            pool_size=settings.db_pool_size,
         )
 
     def close(self) -> None:
