@@ -16,11 +16,11 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
-from sqlalchemy.engine import Connection, CursorResult
+from sqlalchemy.engine import Connection
 from sqlalchemy.pool import StaticPool
 
 DEFAULT_POOL_SIZE = 5
@@ -59,6 +59,15 @@ def engine_url(target: str | Path) -> sa.URL:
     raise DatabaseError(f"unsupported database URL scheme {scheme!r}: use postgresql:// (or a SQLite file path)")
 
 
+class Rows(Protocol):
+    """What a statement returns: rows as tuples, and how many rows it changed."""
+
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
 class Tx:
     """One transaction on one pooled connection: ``execute`` with ``?`` placeholders."""
 
@@ -75,8 +84,8 @@ class Tx:
             query = self._cache[statement] = statement.replace("?", "%s")
         return query
 
-    def execute(self, statement: str, params: Sequence[Any] = ()) -> CursorResult[Any]:
-        return self.conn.exec_driver_sql(self._sql(statement), tuple(params))
+    def execute(self, statement: str, params: Sequence[Any] = ()) -> Rows:
+        return cast(Rows, self.conn.exec_driver_sql(self._sql(statement), tuple(params)))
 
     def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
