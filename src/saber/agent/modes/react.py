@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,9 +50,20 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
         return _rules(turn, agents, [f"planner model failed ({exc}); used the rule planner"]), "rules"
     turn.add_usage(completion.usage)
     try:
-        return parse_plan(completion.text, turn.tools, agents=agents), "model"
+        return await _parse_off_loop(completion.text, turn, agents), "model"
     except PlanParseError as exc:
         return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
+
+
+_INLINE_PLAN_CHARS = 16_384
+
+
+async def _parse_off_loop(text: str, turn: Turn, agents: dict[str, str]) -> ParsedPlan:
+    """``parse_plan`` capped at ``planner_max_nodes``; a long output is parsed in a thread, off the loop."""
+    cap = turn.services.settings.planner_max_nodes
+    if len(text) <= _INLINE_PLAN_CHARS:
+        return parse_plan(text, turn.tools, agents=agents, max_nodes=cap)
+    return await asyncio.to_thread(parse_plan, text, turn.tools, agents=agents, max_nodes=cap)
 
 
 def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPlan:
