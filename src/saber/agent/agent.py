@@ -28,16 +28,23 @@ from typing import Any
 
 from saber.agent.context import Turn
 from saber.agent.memory import MemoryService
-from saber.agent.memory.gates import check_memory_text, redact_secrets
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
 from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import pick_tool_call, run_tool
 from saber.agent.prompts import language_of
+from saber.agent.redaction import checked_memory_text, redacted
 from saber.agent.router import Mode, RouteDecision, RouteOptions, route
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
 from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task
+from saber.agent.validation import (
+    check_query,
+    check_selected_tools,
+    check_task_id,
+    check_user_id,
+    limit_answer,
+)
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
 from saber.graph.checkpoint import CheckpointStore, SQLiteCheckpointStore
@@ -151,19 +158,18 @@ class Agent:
         to have that happen when the loop is left (otherwise it happens when the generator is
         garbage-collected).
         """
-        if not query or not query.strip():
-            raise ValueError("query must not be empty")
-        if not user_id or not user_id.strip():
-            raise ValueError("user_id must not be empty")
+        query = check_query(query, max_chars=self.settings.max_query_chars)
+        user_id = check_user_id(user_id)
+        selected_tools = check_selected_tools(selected_tools)  # [] means no tool; only None means all
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
             raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
-        tools = self.registry.filter(selected_tools) if selected_tools else self.registry.snapshot()
+        tools = self.registry.filter(selected_tools) if selected_tools is not None else self.registry.snapshot()
         if use_rag is False:
             tools.pop("rag_search", None)
         if task_id is not None:
-            await check_new_task_id(self.services.checkpoints, task_id, self._requests)
-        options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
-        turn = self._new_turn(query.strip(), user_id, task_id or uuid.uuid4().hex, tools)
+            await check_new_task_id(self.services.checkpoints, check_task_id(task_id), self._requests)
+        options = RouteOptions(mode=mode, selected_tools=selected_tools, use_rag=use_rag)
+        turn = self._new_turn(query, user_id, task_id or uuid.uuid4().hex, tools)
 
         async def work() -> str:
             remember = await self._prepare(turn)
@@ -184,6 +190,9 @@ class Agent:
         Finished nodes keep their results and are not run again; the rest run, then the answer is
         written. With ``user_id``, only that user's own task can be resumed.
         """
+        check_task_id(task_id)
+        if user_id is not None:
+            check_user_id(user_id)
         saved = await resumable_task(self.services.checkpoints, task_id, user_id=user_id, running=self._requests)
         meta = saved.meta
         known = self.registry.snapshot()
@@ -288,7 +297,7 @@ class Agent:
         answer, interrupted = "", False
         try:
             await turn.emit(Start(task_id=turn.task_id, query=turn.query, user_id=turn.user_id))
-            answer = await work()
+            answer = limit_answer(await work(), self.settings.max_answer_chars)
         except asyncio.CancelledError:
             interrupted = True
             answer = "".join(turn.streamed)
@@ -302,8 +311,9 @@ class Agent:
         await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage.to_dict(),
                              model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
         await queue.put(None)
+        query, answer = await redacted(turn.query), await redacted(answer)  # published: never a raw secret
         self.bus.publish("agent.chat", {  # after done: a slow subscriber never delays the answer
-            "task_id": turn.task_id, "user_id": turn.user_id, "query": turn.query, "answer": answer,
+            "task_id": turn.task_id, "user_id": turn.user_id, "query": query, "answer": answer,
             "mode": mode, "usage": turn.usage.to_dict(), "interrupted": interrupted,
         })
 
@@ -313,7 +323,7 @@ class Agent:
         if memory is None:
             return False
         turn.history = await memory.history(turn.user_id)
-        await memory.append_history(turn.user_id, "user", redact_secrets(turn.query))
+        await memory.append_history(turn.user_id, "user", await redacted(turn.query))
         _, results = await memory.update_preferences(turn.user_id, turn.query)
         for result in results:
             await turn.emit(result.to_event())
@@ -324,7 +334,7 @@ class Agent:
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))
-        rejection = check_memory_text(turn.query)
+        rejection = await checked_memory_text(turn.query)
         if rejection is not None:
             await turn.emit(Memory(action="rejected", content="", reason=f"not remembered: {rejection.reason}"))
             return False
@@ -356,7 +366,7 @@ class Agent:
     async def _finalize(self, turn: Turn, answer: str, remember: bool) -> None:
         memory = self.services.memory
         if memory is not None:
-            await memory.append_history(turn.user_id, "assistant", redact_secrets(answer))
+            await memory.append_history(turn.user_id, "assistant", await redacted(answer))
             if remember:
                 self._background_task(self._remember(turn.user_id, turn.query, answer))
 

@@ -43,6 +43,7 @@ class Services:
             "max_replan": s.graph_max_replan,
             "hedge_ms": s.graph_hedge * 1000 if s.graph_hedge is not None else None,
             "on_failure": s.graph_on_failure,
+            "max_result_chars": s.max_tool_result_chars,
         }
         values.update(overrides)
         return GraphConfig(**values)  # type: ignore[arg-type]

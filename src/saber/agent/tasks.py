@@ -8,8 +8,9 @@ from typing import Any
 from saber.agent.modes.react import TASK_KIND
 from saber.graph.checkpoint import Checkpoint, CheckpointStore
 
-RESUMABLE = ("running", "cancelled")
-"""running: the process that ran it died; cancelled: a user stopped it."""
+RESUMABLE = ("running", "answering", "cancelled")
+"""running: the process that ran it died; answering: it died (or was cancelled) while writing the
+answer, which a resume writes again; cancelled: a user stopped it."""
 
 
 async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfinished: bool) -> list[dict[str, Any]]:

@@ -40,6 +40,8 @@ class GraphConfig:
     continue: they run, and receive ``{"error": ..., "status": "failed"}`` as that input."""
     max_replan: int = 2
     """How many times the replanning hook may be called during one task."""
+    max_result_chars: int = 1_000_000
+    """A node's result, JSON-encoded, is cut to this many characters (with a note saying so)."""
 
     def __post_init__(self) -> None:
         if self.max_parallel < 1:
@@ -55,6 +57,8 @@ class GraphConfig:
             raise ValueError(f"retry_jitter must be between 0 and 1, got {self.retry_jitter}")
         if self.hedge_ms is not None and self.hedge_ms < 0:
             raise ValueError(f"hedge_ms must not be negative, got {self.hedge_ms}")
+        if self.max_result_chars < 1:
+            raise ValueError(f"max_result_chars must be at least 1, got {self.max_result_chars}")
         if self.on_failure not in ("skip", "continue"):
             raise ValueError(f"on_failure must be 'skip' or 'continue', got {self.on_failure!r}")
 

@@ -14,11 +14,13 @@ from saber.events import Event, NodeStart, Step
 from saber.graph.agents import SubAgent, SubAgentTask
 from saber.graph.attempts import Attempt, ToolEvents
 from saber.graph.config import GraphConfig
+from saber.graph.idempotency import bind, node_key, unbind
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.races import run_race
 from saber.graph.retry import Failure, backoff_seconds, classify
 from saber.graph.state import GraphState
+from saber.graph.tool_output import is_small, safe_result
 from saber.tools.base import Tool, call_in_thread
 from saber.tools.errors import ToolError, UnknownToolError
 
@@ -101,14 +103,26 @@ class NodeExecutor:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, node: Node, current: Attempt) -> Any:
-        events = self.tool_events
-        if events is None:
-            return await self._call(node, current)
-        token = events.enter(current)
+        key = bind(node_key(self.task_id, node.id))  # the same for every attempt and across resumes
         try:
-            return await self._call(node, current)
+            events = self.tool_events
+            if events is None:
+                return await self._call(node, current)
+            token = events.enter(current)
+            try:
+                return await self._call(node, current)
+            finally:
+                events.leave(current, token)
         finally:
-            events.leave(current, token)
+            unbind(key)
+
+    async def _bounded(self, value: Any) -> Any:
+        """``value`` JSON-safe and within ``max_result_chars`` (see ``tool_output``); a big one is
+        made so in a thread, off the event loop."""
+        limit = self.config.max_result_chars
+        if is_small(value):
+            return safe_result(value, limit)
+        return await asyncio.to_thread(safe_result, value, limit)
 
     async def _call(self, node: Node, current: Attempt) -> Any:
         inputs = self.state.inputs(node) if node.depends_on else {}
@@ -124,16 +138,23 @@ class NodeExecutor:
             task = SubAgentTask(goal=node.goal, params=params, node_id=node.id, agent=node.agent or "",
                                 task_id=self.task_id, attempt=current.number,
                                 upstream={f"{dep}:{target}": value for (dep, target), value in inputs.items()})
-            return await agent.run(task)
+            return await self._bounded(await agent.run(task))
         tool = self.tools.get(node.tool or "")
         if tool is None:
             raise UnknownToolError(node.tool or "", known=list(self.tools))
         args = tool.validate(params)
         await self.emit(Step(kind="action", content=f"{tool.name}", tool=tool.name, params=args, node_id=node.id))
         if not tool.is_sync:
-            return await tool.run(args, validate=False)
+            return await self._bounded(await tool.run(args, validate=False))
         # A thread of its own (not the loop's shared executor): one stuck past its timeout keeps
-        # only that thread, and the attempt can tell it is still running (see run_node).
-        current.call = call_in_thread(tool.execute, args)
+        # only that thread, and the attempt can tell it is still running (see run_node). The
+        # result is made safe in that thread too.
+        current.call = call_in_thread(_bounded_call, tool.execute, args, self.config.max_result_chars)
         result = await current.call.future
-        return await result if inspect.isawaitable(result) else result
+        return await self._bounded(await result) if inspect.isawaitable(result) else result
+
+
+def _bounded_call(execute: Callable[[dict[str, Any]], Any], args: dict[str, Any], limit: int) -> Any:
+    """A sync tool's call and, in the same worker thread, its result made safe (``tool_output``)."""
+    result = execute(args)
+    return result if inspect.isawaitable(result) else safe_result(result, limit)

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from saber.events import Error, Event
-from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError
+from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, TaskStatus
 from saber.graph.node import Node, NodeStatus
 from saber.graph.result import RunStatus
 from saber.graph.state import GraphState
@@ -20,18 +20,21 @@ Emit = Callable[[Event], Awaitable[None]]
 async def save_graph(
     store: CheckpointStore, task_id: str, nodes: Sequence[Node], *, config: Mapping[str, Any], replans: int,
     meta: Mapping[str, Any], owner: str | None, emit: Emit, lost: Callable[[TaskClaimedError], None],
-) -> None:
+) -> bool:
     """Write the whole graph as a running task; a failure is logged and emitted, not raised (``lost``
-    is called first when another live process holds the task)."""
+    is called first when another live process holds the task). Returns whether it was written."""
     try:
         await store.save_graph(task_id, nodes, config=config, status="running", replans=replans, meta=meta,
                                owner=owner)
     except TaskClaimedError as exc:
         lost(exc)
         await emit(Error(message=str(exc), where="checkpoint"))
+        return False
     except Exception as exc:
         log.exception("checkpoint of task %s failed", task_id)
-        await emit(Error(message=f"checkpoint failed: {exc}", where="checkpoint"))
+        await emit(Error(message=_failed(task_id, exc), where="checkpoint"))
+        return False
+    return True
 
 
 async def save_nodes(
@@ -47,11 +50,25 @@ async def save_nodes(
         return Error(message=str(exc), where="checkpoint")
     except Exception as exc:
         log.exception("checkpoint of task %s failed", task_id)
-        return Error(message=f"checkpoint failed: {exc}", where="checkpoint")
+        return Error(message=_failed(task_id, exc), where="checkpoint")
     return None
 
 
-async def set_status(store: CheckpointStore, task_id: str, status: RunStatus, *, owner: str | None,
+def _failed(task_id: str, exc: Exception) -> str:
+    return (f"checkpoint failed: {exc}; the run stopped so that a crash cannot lose work "
+            f"(resume task {task_id} once the store works)")
+
+
+async def answered(store: CheckpointStore, task_id: str, status: RunStatus) -> None:
+    """The answer of a run checkpointed as "answering" is written: record how the run ended.
+    A failure is logged (the task then stays resumable, and a resume writes the answer again)."""
+    try:
+        await store.set_status(task_id, status)
+    except Exception:
+        log.exception("recording the end of task %s failed", task_id)
+
+
+async def set_status(store: CheckpointStore, task_id: str, status: TaskStatus, *, owner: str | None,
                      emit: Emit) -> None:
     """Record how the run ended (which ends ``owner``'s lease); a failure is logged and emitted."""
     try:

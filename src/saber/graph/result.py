@@ -24,6 +24,9 @@ class RunResult:
     """Nodes cancelled before finishing (running ones cut off and pending ones never started)."""
     replans: int = 0
     duration_ms: float = 0.0
+    stopped: str | None = None
+    """Why the run stopped on its own before finishing (status ``cancelled``): a checkpoint write
+    failed, or the scheduler hit a bug. None when it finished or the caller cancelled it."""
 
     @property
     def ok(self) -> bool:

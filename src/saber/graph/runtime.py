@@ -23,7 +23,7 @@ from typing import Any
 from saber.events import Error, Event, EventHandler, GraphReady, emitting_to
 from saber.graph.agents import Replanner, SubAgent
 from saber.graph.attempts import ToolEvents
-from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, new_owner
+from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, TaskStatus, new_owner
 from saber.graph.config import GraphConfig
 from saber.graph.execute import NodeExecutor, Substitute
 from saber.graph.lease import LeaseKeeper
@@ -31,7 +31,7 @@ from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.persist import run_status, save_graph, save_nodes, set_status
 from saber.graph.replanning import ReplanDone, Replanning
-from saber.graph.result import RunResult, RunStatus
+from saber.graph.result import RunResult
 from saber.graph.state import GraphState
 from saber.graph.taskgraph import TaskGraph
 from saber.tools.base import Tool
@@ -63,6 +63,7 @@ class GraphRuntime:
         substitute: Substitute | None = None,
         seed: int | None = None,
         meta: Mapping[str, Any] | None = None,
+        answer_follows: bool = False,
     ) -> None:
         self.graph = graph if isinstance(graph, TaskGraph) else TaskGraph(graph)
         self.tools = dict(tools)
@@ -73,6 +74,12 @@ class GraphRuntime:
         self.task_id = task_id or uuid.uuid4().hex
         self.meta = dict(meta or {})
         """Saved with the checkpoint (who asked what), for whoever resumes the task."""
+        self.answer_follows = answer_follows
+        """The caller writes an answer from the run: a run that ends done or failed is checkpointed
+        as "answering" (still listed, resumable) until the caller records the final status with
+        ``persist.answered``, so a kill during the answer loses nothing."""
+        self._stopped: str | None = None
+        """Why the run stopped early on its own (a checkpoint write failed, a scheduler bug)."""
         if substitute is None:  # imported here: the planner package imports the graph package
             from saber.planner.placeholders import substitute_placeholders
 
@@ -164,7 +171,7 @@ class GraphRuntime:
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         started = time.perf_counter()
         await self._emit(GraphReady(nodes=[n.to_dict() for n in self.graph], levels=self.graph.levels()))
-        await self._save_graph()
+        await self._save_graph()  # a failure stops the run before any node starts
         if self.checkpoint is not None and self._owner is not None:
             self._lease = LeaseKeeper(self.checkpoint, self.task_id, self._owner, self._lease_lost)
             self._lease.start()
@@ -180,14 +187,19 @@ class GraphRuntime:
             await self._stop_lease()
             await self._set_status("cancelled")
             raise
+        except Exception as exc:  # a bug in the scheduler: end the run cleanly, no worker left running
+            log.exception("task %s: the scheduler failed", self.task_id)
+            self._cancelled = True
+            self._stopped = f"internal error in the scheduler: {exc!r}"
+            await self._emit(Error(message=f"{self._stopped}; the run stopped", where="runtime"))
         finally:
             self._phase = "finished"
             await self._stop_lease()  # also when a bug escapes the loop: no heartbeat left behind
         if self._cancelled:
             await self._shutdown()
         status = run_status(self.graph, self._state, cancelled=self._cancelled)
-        await self._set_status(status)
-        return RunResult(
+        await self._set_status("answering" if self.answer_follows and status != "cancelled" else status)
+        return RunResult(stopped=self._stopped,
             task_id=self.task_id, status=status, nodes=self.graph.nodes, finished=list(self._state.finished_order),
             unfinished=[n.id for n in self.graph if n.status is NodeStatus.CANCELLED],
             replans=self.replans_used, duration_ms=(time.perf_counter() - started) * 1000.0,
@@ -213,7 +225,7 @@ class GraphRuntime:
                 return
             changed, events = [], []
             for message in batch:
-                self._apply(message, changed, events)
+                self._apply_safely(message, changed, events)
             launch = self._state.settle(changed, events)
             await self._commit(changed, events, launch)
 
@@ -229,6 +241,21 @@ class GraphRuntime:
             events.insert(0, Error(message=f"internal error: the run drained with {', '.join(stranded)} never started",
                                    where="runtime"))
             await self._commit(changed, events, [])
+
+    def _apply_safely(self, message: _Message, changed: list[Node], events: list[Event]) -> None:
+        """Apply one outcome; if that raises (a bug), fail only the nodes it was about."""
+        try:
+            self._apply(message, changed, events)
+        except Exception as exc:
+            log.exception("task %s: applying %s failed", self.task_id, type(message).__name__)
+            outcomes = [message] if isinstance(message, NodeOutcome) else \
+                message.outcomes if isinstance(message, RaceOutcome) else []
+            for outcome in outcomes:
+                node = self.graph.nodes.get(outcome.node_id)
+                if node is None or node.status.finished:
+                    continue
+                self._state.finish(NodeOutcome(node_id=outcome.node_id, status=NodeStatus.FAILED,
+                                               error=f"internal error: {exc!r}"), changed, events)
 
     def _apply(self, message: _Message, changed: list[Node], events: list[Event]) -> None:
         if isinstance(message, NodeOutcome):
@@ -253,6 +280,7 @@ class GraphRuntime:
                                      owner=self._owner, lost=self._lost_lease)
             if error is not None:
                 events.append(error)
+                self._checkpoint_failed()
         for event in events:
             await self._emit(event)
         if self._cancelled:  # e.g. the lease was lost while saving: start nothing more
@@ -282,12 +310,29 @@ class GraphRuntime:
             task.cancel()
         self._queue.put_nowait(_Wake())
 
+    def _checkpoint_failed(self) -> None:
+        """A checkpoint could not be written: a crash now would lose work, so stop. What ran is kept
+        in memory; the task stays resumable (its last saved state, then ``cancelled``)."""
+        if self._stopped is None:
+            self._stopped = "a checkpoint write failed"
+        if self._phase == "running" and not self._cancelled:
+            log.error("task %s: a checkpoint write failed; stopping the run (it can be resumed)", self.task_id)
+            self._cancel_now()
+
     async def _shutdown(self) -> None:
         """After a cancel: stop every worker, keep what finished, mark the rest cancelled, save."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        while self._tasks:  # a worker's last act may start another (a tool event): until none is left
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._tasks.difference_update(tasks)
+        try:
+            await self._save_rest()
+        except Exception:  # a bug while saving what is left: the workers are stopped all the same
+            log.exception("task %s: saving the cancelled nodes failed", self.task_id)
+
+    async def _save_rest(self) -> None:
         changed: list[Node] = []
         events: list[Event] = []
         while not self._queue.empty():
@@ -326,10 +371,12 @@ class GraphRuntime:
 
     async def _save_graph(self) -> None:
         if self.checkpoint is not None:
-            await save_graph(self.checkpoint, self.task_id, list(self.graph), config=self.config.to_dict(),
-                             replans=self.replans_used, meta=self.meta, owner=self._owner, emit=self._emit,
-                             lost=self._lost_lease)
+            saved = await save_graph(self.checkpoint, self.task_id, list(self.graph), config=self.config.to_dict(),
+                                     replans=self.replans_used, meta=self.meta, owner=self._owner, emit=self._emit,
+                                     lost=self._lost_lease)
+            if not saved:
+                self._checkpoint_failed()
 
-    async def _set_status(self, status: RunStatus) -> None:
+    async def _set_status(self, status: TaskStatus) -> None:
         if self.checkpoint is not None:
             await set_status(self.checkpoint, self.task_id, status, owner=self._owner, emit=self._emit)

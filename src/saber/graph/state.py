@@ -13,6 +13,7 @@ from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.taskgraph import GraphError, TaskGraph, find_cycle
+from saber.graph.tool_output import jsonable
 
 _OBSERVATION_CHARS = 2000
 
@@ -244,5 +245,8 @@ class GraphState:
 
 
 def _text(result: Any) -> str:
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    try:
+        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):  # a result that was not made safe (see tool_output)
+        text = json.dumps(jsonable(result), ensure_ascii=False)
     return text if len(text) <= _OBSERVATION_CHARS else text[:_OBSERVATION_CHARS] + "…"

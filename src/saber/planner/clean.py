@@ -110,8 +110,10 @@ def _opens_string(text: str, i: int, quote: str) -> bool:
     """A single quote starts a string only where JSON-ish syntax expects one (not in "don't")."""
     if quote == '"':
         return True
-    prev = text[:i].rstrip()[-1:] if i else ""
-    return prev in ("", "[", "{", ",", ":")
+    j = i - 1
+    while j >= 0 and text[j].isspace():  # not text[:i].rstrip(): that copies the text for every quote
+        j -= 1
+    return j < 0 or text[j] in "[{,:"
 
 
 def json_starts(text: str, limit: int = 64) -> Iterator[int]:

@@ -23,9 +23,14 @@ _BARE_REF = re.compile(r"(?<![\"'\w$])\$\{?(\d+)\}?")
 _STEP_REF = re.compile(r"\$(?:\{(\d+)\}|(\d+)\b)")
 
 
-def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> list[RawNode] | None:
-    """Raw nodes of a numbered plan, or None when ``text`` has no numbered call."""
+def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str],
+                      max_steps: int | None = None) -> list[RawNode] | None:
+    """Raw nodes of a numbered plan, or None when ``text`` has no numbered call.
+
+    Linear in the text: each line is read once, and the steps read so far are kept in a set.
+    With ``max_steps``, reading stops after that many steps (with a warning)."""
     nodes: list[RawNode] = []
+    steps: set[int] = set()
     matched = False
     for line in text.splitlines():
         match = _LINE.match(line)
@@ -35,22 +40,38 @@ def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str])
         number, name, arg_text = match.groups()
         if name == "join":
             break
+        if max_steps is not None and len(nodes) >= max_steps:
+            warnings.append(f"the numbered plan has more than {max_steps} steps, over the limit (planner_max_nodes); "
+                            f"kept the first {max_steps}")
+            break
         call = _call_args(arg_text)
         if call is None:
             warnings.append(f"step {number}: cannot read the arguments of {name}({arg_text[:60]})")
             continue
         positional, keywords = call
         params, goal = _bind(name, positional, keywords, tools)
-        earlier = {int(n["id"][1:]) for n in nodes if int(n["id"][1:]) < int(number)}
+        earlier = _Earlier(steps, int(number))
         params, refs = _step_refs(params, earlier)
         _, goal_refs = _step_refs(goal, earlier)
+        steps.add(int(number))
         nodes.append({"id": f"n{number}", "type": None, "tool": name, "agent": None, "goal": goal,
                       "params": params, "depends_on": [*refs, *(r for r in goal_refs if r not in refs)] or None,
                       "race_group": None})
     return nodes if matched else None
 
 
-def _step_refs(value: Any, steps: set[int]) -> tuple[Any, list[str]]:
+class _Earlier:
+    """The steps read before step ``number`` with a lower number, without copying the set."""
+
+    def __init__(self, steps: set[int], number: int) -> None:
+        self.steps = steps
+        self.number = number
+
+    def __contains__(self, k: object) -> bool:
+        return isinstance(k, int) and k < self.number and k in self.steps
+
+
+def _step_refs(value: Any, steps: _Earlier | set[int]) -> tuple[Any, list[str]]:
     """``value`` with ``$k``/``${k}`` naming one of ``steps`` rewritten ``${nk}``, and those node ids."""
     found: list[str] = []
 

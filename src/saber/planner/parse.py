@@ -9,8 +9,9 @@ prose and repaired when broken; LLMCompiler's numbered plan. Each plan found is 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from saber.graph.node import Node
@@ -23,6 +24,11 @@ from saber.planner.shapes import RawNode, from_tool_calls
 from saber.planner.validate import Validated, validate_nodes
 from saber.tools.base import Tool
 
+log = logging.getLogger(__name__)
+
+MAX_PLAN_NODES = 64
+"""Default cap on a plan's nodes (the agent passes the ``planner_max_nodes`` setting)."""
+
 
 def parse_plan(
     text: str,
@@ -31,6 +37,7 @@ def parse_plan(
     agents: Mapping[str, str] | None = None,
     existing: Mapping[str, Node] | None = None,
     limit: int | None = None,
+    max_nodes: int = MAX_PLAN_NODES,
 ) -> ParsedPlan:
     """Read a planner's output into validated nodes.
 
@@ -43,12 +50,29 @@ def parse_plan(
     validation is the plan, and each one skipped before it is noted in ``warnings`` (a model
     often mentions an unavailable tool or echoes the node format before its plan).
 
+    A candidate with more than ``max_nodes`` nodes keeps its first ``max_nodes``, with a warning.
+
     Returns a ParsedPlan (``nodes == []`` means the model said no tool is needed: an explicit
-    ``[]`` and no usable candidate). Raises PlanParseError when no plan is found, or when every
-    candidate had nodes and none survived.
+    ``[]`` and no usable candidate). Raises PlanParseError when no plan is found, when every
+    candidate had nodes and none survived, or when reading the text failed in any other way
+    (nesting too deep for the JSON decoder, say): a caller falls back on one exception.
     """
     if not isinstance(text, str):
         raise PlanParseError(f"planner output must be text, got {type(text).__name__}")
+    try:
+        return _parse(text, tools, agents=agents, existing=existing, limit=limit, max_nodes=max_nodes)
+    except PlanParseError:
+        raise
+    except RecursionError:
+        raise PlanParseError("the planner output is nested too deeply to read", text=text[:2000]) from None
+    except Exception as exc:  # a bug in a parsing tier must not escape as anything but a parse failure
+        log.exception("parsing the planner output failed")
+        raise PlanParseError(f"the planner output could not be read ({type(exc).__name__}: {exc})",
+                             text=text[:2000]) from exc
+
+
+def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | None,
+           existing: Mapping[str, Node] | None, limit: int | None, max_nodes: int) -> ParsedPlan:
     warnings: list[str] = []
     cleaned, had_reasoning = strip_reasoning(strip_template_tokens(text))
     if had_reasoning:
@@ -56,7 +80,9 @@ def parse_plan(
     empty: _Candidate | None = None
     failed: list[tuple[_Candidate, Validated]] = []
     tried: set[str] = set()
-    for candidate in _candidates(cleaned, tools, warnings):
+    for candidate in _candidates(cleaned, tools, warnings, max_nodes):
+        if len(candidate.raw) > max_nodes:
+            candidate = _capped(candidate, max_nodes)
         if not candidate.raw:
             empty = empty or candidate
             continue
@@ -103,7 +129,13 @@ def _key(raw: list[RawNode]) -> str:
     return json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> Iterator[_Candidate]:
+def _capped(candidate: _Candidate, max_nodes: int) -> _Candidate:
+    note = (f"the plan has {len(candidate.raw)} nodes, over the limit of {max_nodes} (planner_max_nodes); "
+            f"kept the first {max_nodes}")
+    return replace(candidate, raw=candidate.raw[:max_nodes], notes=(*candidate.notes, note))
+
+
+def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str], max_nodes: int) -> Iterator[_Candidate]:
     """Plan-shaped values in ``text``, lazily, in the order they are trusted."""
     dialect = extract_text_tool_calls(text)
     if dialect is not None and dialect.calls:
@@ -115,7 +147,7 @@ def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> It
             ("repaired broken JSON",) if found.repaired else ()
         yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note)
     compiled_notes: list[str] = []
-    compiled = parse_llmcompiler(text, tools, compiled_notes)
+    compiled = parse_llmcompiler(text, tools, compiled_notes, max_steps=max_nodes)
     if compiled is not None:
         yield _Candidate(shape="llmcompiler", raw=compiled, notes=tuple(compiled_notes))
     elif not found_any and dialect is not None and not dialect.calls:

@@ -20,6 +20,7 @@ from saber.planner.placeholders import canonicalise, references
 from saber.planner.races import untangle_races
 from saber.planner.shapes import RawNode, params_object
 from saber.tools.base import Tool
+from saber.tools.coerce import unknown_keys
 from saber.tools.errors import ToolArgumentError
 
 
@@ -90,6 +91,7 @@ def validate_nodes(
             drop(item, problem)
         else:
             kept.append(item)
+            warnings.extend(_unknown_arguments(item, tools))
 
     kept = _cascade(kept, dropped, warnings)
     for item in kept:
@@ -208,6 +210,16 @@ def _name(value: Any) -> str | None:
         return None
     name = value.strip()
     return name.removeprefix("functions.")
+
+
+def _unknown_arguments(item: _Work, tools: Mapping[str, Tool]) -> list[str]:
+    """Arguments the tool does not take: a tool that refuses them (strict) fails validation; the
+    others ignore them, and the repair step is told so."""
+    tool = tools.get(item.name or "") if item.kind == "tool" else None
+    if tool is None:
+        return []
+    return [f"{item.id}: {key!r} is not a parameter of {tool.name}"
+            for key in unknown_keys(tool.schema, item.raw.get("params"))]
 
 
 def _validate_args(tool: Tool, params: dict[str, Any], deferred: set[str]) -> tuple[dict[str, Any] | None, str | None]:

@@ -10,11 +10,28 @@ import asyncio
 from typing import Any
 
 from saber.events import RagResult, emit
+from saber.graph.idempotency import idempotency_key
 from saber.rag.documents import DocumentNotFound, EmbeddingError, RagError
 from saber.rag.engine import RagEngine
 from saber.tools import Tool, ToolError
 
 EMPTY_MESSAGE = "the knowledge base is empty: upload documents first"
+
+
+def _written_by_this_call(engine: RagEngine, args: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The source to write under and, if this very node already wrote it (a resume after a crash
+    between the write and the checkpoint), that document. Inside a graph run the default source
+    carries the node's idempotency key, so running the node again never writes a second document."""
+    source = args.get("source") or f"agent:{args['title']}"
+    key = idempotency_key()
+    if key is None or args.get("source"):
+        return source, None
+    source = f"{source}#{key}"
+    done = next((d for d in engine.list_documents() if d.source == source), None)
+    if done is None:
+        return source, None
+    return source, {"document_id": done.id, "status": "unchanged", "version": done.version, "indexed": done.indexed,
+                    "chunks": done.chunk_count, "idempotency_key": key}
 
 
 def knowledge_tools(engine: RagEngine) -> list[Tool]:
@@ -35,9 +52,12 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
         return answer
 
     def write_document(args: dict[str, Any]) -> dict[str, Any]:
+        source, done = _written_by_this_call(engine, args)
+        if done is not None:
+            return done
         try:
             result = engine.ingest_text(
-                args["title"], args["content_md"], source=args.get("source") or f"agent:{args['title']}",
+                args["title"], args["content_md"], source=source,
                 doc_type=args.get("doc_type") or "report", summary=args.get("summary") or "",
                 index=bool(args.get("ingest_to_rag", True)),
             )

@@ -18,8 +18,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_TRUE = {"true", "1", "yes", "y", "on"}
-_FALSE = {"false", "0", "no", "n", "off"}
+_TRUE = {"true"}
+_FALSE = {"false"}
+"""Only the JSON spellings: "yes", "1" or "on" could mean anything (a name, a count, a switch label)."""
 _INT_RE = re.compile(r"^[+-]?[0-9]{1,40}$", re.ASCII)
 _NUMBER_RE = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?$", re.ASCII)
 """ASCII digits only: "٣" or "1_000" are not numbers a model meant; 40 digits bound int() cost."""
@@ -192,13 +193,47 @@ class _Coercer:
             self.fail(path, f"does not match pattern {schema['pattern']!r}")
 
     def check_enum(self, allowed: list[Any], value: Any, path: str) -> Any:
-        if value in allowed:
+        if any(_same(option, value) for option in allowed):  # not ``in``: True == 1 in Python
             return value
-        for option in allowed:  # "3" for 3, "A" for "a"
+        for option in allowed:  # "3" for 3, "A" for "a"; never a bool for a number or the reverse
+            if isinstance(option, bool) != isinstance(value, bool):
+                continue
             if str(option) == str(value) or (isinstance(option, str) and isinstance(value, str) and option.lower() == value.lower()):
                 return option
         self.fail(path, f"must be one of {', '.join(_show(a) for a in allowed)}; got {_show(value)}")
         return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
+def unknown_keys(schema: Mapping[str, Any], arguments: Any) -> list[str]:
+    """Top-level argument names the schema does not declare (reported, never silently dropped)."""
+    if not isinstance(arguments, Mapping):
+        return []
+    props = schema.get("properties", {})
+    if not isinstance(props, Mapping):
+        return []
+    return [str(k) for k in arguments if k not in props]
+
+
+def lossy_conversions(schema: Mapping[str, Any], arguments: Any) -> list[str]:
+    """Top-level values only a lenient validator would convert, each as ``"field: problem"``: a bool
+    for a number (True is not 1), a string other than "true"/"false" or a number for a boolean.
+    Validators that are lax by design (pydantic's) check these first."""
+    if not isinstance(arguments, Mapping):
+        return []
+    props = schema.get("properties", {})
+    out = []
+    for key, value in arguments.items():
+        types = _type_names(props.get(key, {})) if isinstance(props, Mapping) else []
+        if not types or any(_is_type(t, value) for t in types):
+            continue
+        if isinstance(value, bool) and ("integer" in types or "number" in types) or "boolean" in types and not _to_boolean(value)[0] and not (
+                isinstance(value, str) and "string" in types):
+            out.append(f"{key}: expected {' or '.join(types)}, got {_show(value)}")
+    return out
 
 
 def _is_type(name: str, value: Any) -> bool:
@@ -242,8 +277,6 @@ def _to_number(value: Any) -> tuple[bool, Any]:
 def _to_boolean(value: Any) -> tuple[bool, Any]:
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return True, value.strip().lower() in _TRUE
-    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-        return True, bool(value)
     return False, None
 
 

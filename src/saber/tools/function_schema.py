@@ -9,6 +9,7 @@ where the hint says ``int``.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any, get_type_hints
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from saber.tools.coerce import lossy_conversions
 from saber.tools.errors import ToolArgumentError
 
 
@@ -55,7 +57,7 @@ def function_schema(func: Callable[..., Any], *, name: str | None = None, descri
 
 def validate_with_model(model: type[BaseModel], arguments: Any, tool: str) -> dict[str, Any]:
     """Validate ``arguments`` with ``model``; errors become one ToolArgumentError naming each field."""
-    misspelled = _misspelled(model, arguments)
+    misspelled = _misspelled(model, arguments) + lossy_conversions(_schema_of(model), arguments)
     if misspelled:
         raise ToolArgumentError(f"{tool}: " + "; ".join(misspelled), tool=tool, errors=misspelled)
     try:
@@ -64,6 +66,11 @@ def validate_with_model(model: type[BaseModel], arguments: Any, tool: str) -> di
         errors = [_format_error(err) for err in exc.errors(include_url=False)]
         raise ToolArgumentError(f"{tool}: " + "; ".join(errors), tool=tool, errors=errors) from None
     return {key: getattr(validated, key) for key in type(validated).model_fields}
+
+
+@functools.cache
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
 
 
 def _misspelled(model: type[BaseModel], arguments: Any) -> list[str]:

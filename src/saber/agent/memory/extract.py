@@ -92,16 +92,41 @@ Write each fact as one short sentence in the user's language. Give each an impor
 Reply with JSON only: {"memories": [{"text": "...", "importance": 0.6}]}, or {"memories": []}."""
 
 
+_FENCE = re.compile(r"^\s*```[\w-]*[ \t]*\n?(.*?)(?:\n?\s*```\s*)?$", re.S)
+
+
+def strict_json(text: str) -> Any:
+    """The one JSON object or array a model's reply consists of, or None.
+
+    The reply must be JSON-shaped: after an optional code fence it starts with ``{`` or ``[``.
+    Free text ("FAKE MODEL"), a bare string or number yields None, so nothing is stored from it.
+    Within a JSON-shaped reply, syntax slips (a trailing comma, a missing bracket at the end) are
+    repaired, and only an object or array is accepted from the repair."""
+    if not isinstance(text, str) or len(text) > 200_000:
+        return None
+    fenced = _FENCE.match(text)
+    body = (fenced.group(1) if fenced else text).strip()
+    if body[:1] not in ("{", "["):
+        return None
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        return None
+    except ValueError:
+        try:
+            data = json_repair.loads(body)
+        except (ValueError, RecursionError):
+            return None
+    return data if isinstance(data, dict | list) else None
+
+
 def parse_memory_json(text: str) -> list[MemoryCandidate]:
     """Lenient parse of a model's reply: a list or {"memories"|"facts"|"items": [...]}; items may be
     strings or objects with text/content/memory and importance; bad items are skipped."""
-    try:
-        data: Any = json_repair.loads(text) if text.strip() else []
-    except (ValueError, RecursionError, json.JSONDecodeError):
-        return []
+    data: Any = strict_json(text)
     if isinstance(data, dict):
         data = next((data[k] for k in ("memories", "facts", "items", "memory") if k in data), [])
-    if isinstance(data, str | dict):
+    if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
         return []

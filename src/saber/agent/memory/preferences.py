@@ -9,15 +9,12 @@ timezone to an IANA zone, a language to its code) and pass every value through t
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import json_repair
 
 from saber.agent.memory._normalise import (
     PLACE_SUFFIX,
@@ -29,6 +26,7 @@ from saber.agent.memory._normalise import (
     normalise_timezone,
     strip_place,
 )
+from saber.agent.memory.extract import strict_json
 from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.llm.base import ChatModel
 from saber.llm.types import Message
@@ -111,7 +109,9 @@ _COUNTRY_RULES = [
     re.compile(r"(?i)\bmy\s+(?:home\s+)?country\s+is\s+" + _EN_WORDS + _EN_END),
     re.compile(r"(?i)\bI(?:'m|\s+am|\s+come)\s+from\s+" + _EN_WORDS + _EN_END),
 ]
-_CLAUSE = re.compile(r"[^。！？!?\n;；，,]+[。！？!?;；，,]?")
+_CLAUSE = re.compile(r"(?:[^。！？!?\n;；，,.]|\.(?![\s.]|$))+[。！？!?;；，,.]?")
+"""A clause ends at sentence or clause punctuation, a full stop included ("Alice. Remember..." is two);
+a dot inside a word ("J.R.", "3.5", "example.com") does not end it."""
 _QUESTION = re.compile(
     r"(?:[?？]|吗|呢|么)\s*$|^\s*(?:do|does|did|am|is|are|can|could|should|would|what|where|who)\b", re.IGNORECASE
 )
@@ -228,9 +228,8 @@ _NORMALISERS: dict[str, Callable[[str], str | None]] = {
 def parse_preference_json(text: str, *, city_normaliser: CityNormaliser = known_city) -> PreferenceExtraction:
     """Lenient parse of a model's reply: code fences, trailing commas and Chinese keys are fine;
     unknown keys, non-string values and values that do not normalise are dropped."""
-    try:
-        data: Any = json_repair.loads(text) if text.strip() else {}
-    except (ValueError, RecursionError, json.JSONDecodeError):
+    data: Any = strict_json(text)
+    if data is None:
         return PreferenceExtraction()
     if isinstance(data, list):
         data = next((item for item in data if isinstance(item, dict)), {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,9 +11,11 @@ from saber.agent.generate import stream_answer
 from saber.agent.modes.chat import run_chat
 from saber.agent.observations import observations, rule_answer
 from saber.agent.prompts import GENERATE
+from saber.agent.redaction import redacted
 from saber.events import Error, Plan
 from saber.graph.agents import ReplanRequest
 from saber.graph.node import Node
+from saber.graph.persist import answered
 from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
 from saber.graph.taskgraph import GraphError
@@ -47,9 +50,20 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
         return _rules(turn, agents, [f"planner model failed ({exc}); used the rule planner"]), "rules"
     turn.add_usage(completion.usage)
     try:
-        return parse_plan(completion.text, turn.tools, agents=agents), "model"
+        return await _parse_off_loop(completion.text, turn, agents), "model"
     except PlanParseError as exc:
         return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
+
+
+_INLINE_PLAN_CHARS = 16_384
+
+
+async def _parse_off_loop(text: str, turn: Turn, agents: dict[str, str]) -> ParsedPlan:
+    """``parse_plan`` capped at ``planner_max_nodes``; a long output is parsed in a thread, off the loop."""
+    cap = turn.services.settings.planner_max_nodes
+    if len(text) <= _INLINE_PLAN_CHARS:
+        return parse_plan(text, turn.tools, agents=agents, max_nodes=cap)
+    return await asyncio.to_thread(parse_plan, text, turn.tools, agents=agents, max_nodes=cap)
 
 
 def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPlan:
@@ -72,7 +86,7 @@ async def _runtime_for(turn: Turn, plan: ParsedPlan, source: str) -> GraphRuntim
     """A runtime for the plan; if the graph cannot run (a malformed race group...), the rule plan's."""
     try:
         return GraphRuntime(list(plan.nodes), turn.tools, turn.services.graph_config(), turn.emit,
-                            task_id=turn.task_id, meta=task_meta(turn), **_runtime_parts(turn))
+                            task_id=turn.task_id, meta=await task_meta(turn), answer_follows=True, **_runtime_parts(turn))
     except GraphError as exc:
         await turn.emit(Error(message=f"the plan cannot run ({exc}); using the rule planner", where="graph"))
     if source == "rules":
@@ -84,7 +98,7 @@ async def _runtime_for(turn: Turn, plan: ParsedPlan, source: str) -> GraphRuntim
         return None
     try:
         return GraphRuntime(list(fallback.nodes), turn.tools, turn.services.graph_config(), turn.emit,
-                            task_id=turn.task_id, meta=task_meta(turn), **_runtime_parts(turn))
+                            task_id=turn.task_id, meta=await task_meta(turn), answer_follows=True, **_runtime_parts(turn))
     except GraphError as exc:
         await turn.emit(Error(message=f"the rule plan cannot run either ({exc})", where="graph"))
         return None
@@ -95,8 +109,19 @@ async def resume_react(turn: Turn) -> str:
     parts = _runtime_parts(turn)
     store = parts.pop("checkpoint")
     assert store is not None
-    runtime = await GraphRuntime.restore(turn.task_id, store, turn.tools, on_event=turn.emit, **parts)
-    return await answer_from_run(turn, await runtime.run())
+    runtime = await GraphRuntime.restore(turn.task_id, store, turn.tools, on_event=turn.emit, answer_follows=True,
+                                         **parts)
+    return await _answer_and_record(turn, await runtime.run())
+
+
+async def _answer_and_record(turn: Turn, run: RunResult) -> str:
+    """Write the answer, then mark the checkpointed task finished: until then it stays
+    "answering", so a kill or cancel during the answer leaves it listed and resumable."""
+    answer = await answer_from_run(turn, run)
+    store = turn.services.checkpoints
+    if store is not None and run.status != "cancelled":
+        await answered(store, turn.task_id, run.status)
+    return answer
 
 
 async def answer_from_run(turn: Turn, run: RunResult) -> str:
@@ -108,9 +133,11 @@ async def answer_from_run(turn: Turn, run: RunResult) -> str:
                                fallback=rule_answer(run, turn.lang), where="generator")
 
 
-def task_meta(turn: Turn) -> dict[str, Any]:
-    """What a checkpoint keeps about the request, so another process can resume it."""
-    return {"kind": TASK_KIND, "query": turn.query, "user_id": turn.user_id, "tools": sorted(turn.tools)}
+async def task_meta(turn: Turn) -> dict[str, Any]:
+    """What a checkpoint keeps about the request, so another process can resume it (the query
+    with its secrets redacted: a checkpoint is stored and listed by ``saber tasks``)."""
+    return {"kind": TASK_KIND, "query": await redacted(turn.query), "user_id": turn.user_id,
+            "tools": sorted(turn.tools)}
 
 
 TASK_KIND = "agent.react"

@@ -6,7 +6,7 @@ from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
 from saber.agent.observations import as_text
 from saber.agent.prompts import TOOL_ANSWER
-from saber.events import ToolCallEvent
+from saber.events import Event, EventHandler, GraphReady, NodeDone, NodeStart, Step, ToolCallEvent
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
 from saber.planner import rule_plan
@@ -24,9 +24,24 @@ def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
 
 
 
+_RUNTIME_BOOKKEEPING = (GraphReady, NodeStart, NodeDone, Step)
+"""The runtime's own events: tool mode reports its one call as ``tool_call`` instead."""
+
+
+def _tool_events(turn: Turn) -> EventHandler:
+    """What the tool emits (``rag_result``...) and the runtime's errors reach the stream."""
+
+    async def handle(event: Event) -> None:
+        if not isinstance(event, _RUNTIME_BOOKKEEPING):
+            await turn.emit(event)
+
+    return handle
+
+
 async def run_tool(turn: Turn, node: Node) -> str:
     """Execute ``node`` (with the runtime's retries and timeout) and answer from its result."""
-    runtime = GraphRuntime([node], turn.tools, turn.services.graph_config(max_replan=0), None, task_id=turn.task_id)
+    runtime = GraphRuntime([node], turn.tools, turn.services.graph_config(max_replan=0), _tool_events(turn),
+                           task_id=turn.task_id)
     run = await runtime.run()
     done = run.nodes[node.id]
     ok = done.status is NodeStatus.DONE

@@ -12,7 +12,7 @@ import json_repair
 
 from saber.agent.context import Turn
 from saber.agent.subagents.base import SubAgentBase, ask_model
-from saber.events import Event, Step
+from saber.events import Error, Event, Step
 from saber.graph.agents import SubAgentTask
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
@@ -63,6 +63,8 @@ class ResearchAgent(SubAgentBase):
                 result["summary"] = await ask_model(turn, _SUMMARY_PROMPT, json.dumps(findings, ensure_ascii=False))
             except ModelError as exc:
                 result["summary_error"] = str(exc)
+                await turn.emit(Error(message=f"research_agent: the summary model failed ({exc}); "
+                                              "returning the findings without a summary", where="research_agent"))
         return result
 
     async def queries(self, turn: Turn, goal: str) -> list[str]:
@@ -74,8 +76,11 @@ class ResearchAgent(SubAgentBase):
                     queries = [str(q).strip() for q in parsed if str(q).strip()][:3]
                     if queries:
                         return queries
-            except ModelError:
-                pass
+                why = "the model's output is not a JSON list of queries"
+            except ModelError as exc:
+                why = f"the model failed ({exc})"
+            await turn.emit(Error(message=f"research_agent: planning the queries failed: {why}; "
+                                          "using rule-made queries", where="research_agent"))
         return rule_queries(goal)
 
     async def search(self, turn: Turn, task: SubAgentTask, queries: list[str], sources: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

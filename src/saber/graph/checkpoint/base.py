@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from saber.graph.node import Node
+from saber.graph.tool_output import jsonable
 
-TaskStatus = Literal["running", "done", "failed", "cancelled"]
+TaskStatus = Literal["running", "answering", "done", "failed", "cancelled"]
+"""answering: the graph finished and the caller is writing the answer (``GraphRuntime(answer_follows=True)``);
+a task left in it (killed, cancelled) is resumed by regenerating the answer."""
 
 DEFAULT_LEASE_SECONDS = 15.0
 """How long a running task stays claimed without a renewal. The runtime renews it every third
@@ -146,7 +149,10 @@ def node_from_row(node_id: str, spec: str, status: str, result: str, error: str 
 
 def _dumps(value: Any) -> str:
     # Results that JSON cannot hold are stored as their text: a resumed task sees that text.
-    return json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):  # tuple keys, a cycle: stored as its JSON-safe form
+        return json.dumps(jsonable(value), ensure_ascii=False)
 
 
 # -- ownership ------------------------------------------------------------------------------------

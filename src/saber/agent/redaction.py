@@ -1,0 +1,28 @@
+"""The one redaction used wherever a query or answer is persisted or published (history, the
+checkpoint's task meta, the event bus), and the memory gate, kept off the event loop for long text.
+
+The gates are linear but not free (about 2 µs a character): text longer than ``INLINE_CHARS`` is
+scanned in a worker thread, in windows, so the loop keeps serving other requests meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from saber.agent.memory.gates import Rejection, check_memory_text, redact_secrets
+
+INLINE_CHARS = 4_096
+
+
+async def redacted(text: str) -> str:
+    """``redact_secrets(text)``, in a thread when the text is long."""
+    if len(text) <= INLINE_CHARS:
+        return redact_secrets(text)
+    return await asyncio.to_thread(redact_secrets, text)
+
+
+async def checked_memory_text(text: str) -> Rejection | None:
+    """``check_memory_text(text)``, in a thread when the text is long."""
+    if len(text) <= INLINE_CHARS:
+        return check_memory_text(text)
+    return await asyncio.to_thread(check_memory_text, text)
