@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from saber.agent.context import Turn
-from saber.agent.deadline import within_deadline
+from saber.agent.scope import within_request
 from saber.agent.memory import MemoryService
 from saber.agent.memory.gates import check_memory_text, redact_secrets
 from saber.agent.modes.chat import run_chat
@@ -178,8 +178,8 @@ class Agent:
             decision = self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
-            answer = await within_deadline(turn, lambda: self._dispatch(turn, decision), self.settings.request_deadline,
-                                           started=started)
+            answer = await within_request(turn, lambda: self._dispatch(turn, decision),
+                                          seconds=self.settings.request_deadline, started=started)
             await self._finalize(turn, answer, remember)
             return answer
 
@@ -204,7 +204,7 @@ class Agent:
                 turn.preferences = await self.services.memory.preferences(turn.user_id)
             turn.route = RouteDecision(mode="react", rule=f"resume:checkpoint({saved.status})", tools=list(tools))
             await turn.emit(Route(mode="react", rule=turn.route.rule, tools=turn.route.tools))
-            answer = await within_deadline(turn, lambda: resume_react(turn), self.settings.request_deadline)
+            answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
             await self._finalize(turn, answer, remember=False)
             return answer
 

@@ -37,7 +37,7 @@ def generation_failure(text: str, messages: Sequence[Message], end: StreamEnd | 
 def echoed_prompt(text: str, messages: Sequence[Message]) -> str | None:
     system = "\n".join(m.content for m in messages if m.role == "system")
     prompt = "\n".join(m.content for m in messages if m.role != "assistant")
-    labels = _labels(prompt)
+    labels = set(_labels(prompt))
     found = [lb for lb in _labels(text) if lb in labels]
     first = _LABEL.match(text)
     if found and ((first is not None and _norm(first.group(1)) in labels) or len(set(found)) >= 2):
@@ -50,12 +50,13 @@ def echoed_prompt(text: str, messages: Sequence[Message]) -> str | None:
     return None
 
 
-def _labels(text: str) -> set[str]:
-    out: set[str] = set()
+def _labels(text: str) -> list[str]:
+    """Labels at the start of lines, in order."""
+    out: list[str] = []
     for match in _LABEL.finditer(text):
         label = _norm(match.group(1))
         if len(label.split()) >= 2 or (label and "\u3400" <= label[0] <= "\u9fff"):
-            out.add(label)
+            out.append(label)
     return out
 
 
