@@ -23,6 +23,7 @@ from saber.agent.memory.store import MemoryStoreError
 from saber.config import ConfigError, Settings, config_path
 from saber.db.cli import db_app
 from saber.events import Event
+from saber.llm.check_cli import model_app
 from saber.rag.cli import docs_app, ingest_command
 from saber.rag.documents import RagError
 from saber.tools.errors import ToolError
@@ -39,6 +40,7 @@ app = typer.Typer(
 app.command("ingest", help="Add files or folders to the knowledge base.")(ingest_command)
 app.add_typer(docs_app, name="docs")
 app.add_typer(db_app, name="db")
+app.add_typer(model_app, name="model")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

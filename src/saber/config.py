@@ -90,6 +90,15 @@ class Settings(BaseSettings):
     llm_max_retries: int = 2
     llm_structured_output: bool = False
     """Send the plan's JSON Schema as response_format (only for endpoints that support it)."""
+    llm_stall_timeout: float = Field(30.0, gt=0)
+    """Seconds a streamed answer may go without new text before it is cut (``llm_timeout`` bounds
+    the whole call, streams included)."""
+    llm_max_tokens_planner: int = Field(768, ge=16)
+    llm_max_tokens_answer: int = Field(1024, ge=16)
+    llm_max_tokens_tool_arguments: int = Field(256, ge=16)
+    llm_max_tokens_extraction: int = Field(256, ge=16)
+    request_deadline: float = Field(180.0, gt=0)
+    """Seconds a request may take: by then it ends with whatever answer it has, saying so."""
 
     # storage
     database_url: str | None = None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from saber.agent.context import Turn
+from saber.agent.scope import within_request
 from saber.agent.memory import MemoryService
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
@@ -50,6 +51,8 @@ from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Tok
 from saber.graph.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
+from saber.llm.guarded import GuardedModel
+from saber.llm.limits import limits_from_settings
 from saber.llm.nomodel import is_no_model
 from saber.rag.engine import RagEngine
 from saber.rag.factory import engine_from_settings
@@ -118,6 +121,10 @@ class Agent:
             registry.register(t)
         if memory_model is None and self._owns_model and not is_no_model(self.model):
             memory_model = self.model
+        limits = limits_from_settings(self.settings)
+        self._guarded = GuardedModel(self.model, limits)  # every call bounded; any failure a ModelError
+        if memory_model is not None:
+            memory_model = GuardedModel(memory_model, limits, purpose="extraction")
         self.services = Services(
             settings=self.settings,
             registry=registry,
@@ -172,11 +179,13 @@ class Agent:
         turn = self._new_turn(query, user_id, task_id or uuid.uuid4().hex, tools)
 
         async def work() -> str:
+            started = asyncio.get_running_loop().time()
             remember = await self._prepare(turn)
             decision = self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
-            answer = await self._dispatch(turn, decision)
+            answer = await within_request(turn, lambda: self._dispatch(turn, decision),
+                                          seconds=self.settings.request_deadline, started=started)
             await self._finalize(turn, answer, remember)
             return answer
 
@@ -204,7 +213,7 @@ class Agent:
                 turn.preferences = await self.services.memory.preferences(turn.user_id)
             turn.route = RouteDecision(mode="react", rule=f"resume:checkpoint({saved.status})", tools=list(tools))
             await turn.emit(Route(mode="react", rule=turn.route.rule, tools=turn.route.tools))
-            answer = await resume_react(turn)
+            answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
             await self._finalize(turn, answer, remember=False)
             return answer
 
@@ -274,7 +283,7 @@ class Agent:
                 turn.streamed.append(event.content)
             await queue.put(event)
 
-        turn = Turn(task_id=task_id, user_id=user_id, query=query, lang=language_of(query), emit=emit, model=self.model,
+        turn = Turn(task_id=task_id, user_id=user_id, query=query, lang=language_of(query), emit=emit, model=self._guarded,
                     tools=tools, services=self.services)
         self._queues[task_id] = queue
         return turn

@@ -89,8 +89,11 @@ class OpenAIChatModel:
         tools: Sequence[Tool],
         temperature: float | None,
         response_format: ResponseFormat | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model, "messages": [to_openai_message(m) for m in messages]}
+        if max_tokens:
+            params["max_tokens"] = max_tokens
         temperature = self.temperature if temperature is None else temperature
         if temperature is not None:
             params["temperature"] = temperature
@@ -114,8 +117,9 @@ class OpenAIChatModel:
         tools: Sequence[Tool] = (),
         response_format: ResponseFormat | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
-        params = self._params(messages, tools, temperature, response_format)
+        params = self._params(messages, tools, temperature, response_format, max_tokens)
         try:
             response: ChatCompletion = await self.client.chat.completions.create(**params, stream=False)
         except openai.OpenAIError as exc:
@@ -139,8 +143,9 @@ class OpenAIChatModel:
         *,
         tools: Sequence[Tool] = (),
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        params = self._params(messages, tools, temperature)
+        params = self._params(messages, tools, temperature, max_tokens=max_tokens)
         stream = await self._open_stream(params)
         calls = ToolCallAccumulator()
         usage = Usage()

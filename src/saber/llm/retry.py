@@ -13,6 +13,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from saber.llm.base import ChatModel, ModelError
+from saber.llm.limits import max_tokens_kwarg
 from saber.llm.types import Completion, Message, ResponseFormat, StreamChunk
 from saber.tools.base import Tool
 
@@ -65,12 +66,14 @@ class RetryingModel:
         tools: Sequence[Tool] = (),
         response_format: ResponseFormat | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
+        extra = max_tokens_kwarg(self.wrapped.complete, max_tokens)
         attempt = 1
         while True:
             try:
                 return await self.wrapped.complete(
-                    messages, tools=tools, response_format=response_format, temperature=temperature
+                    messages, tools=tools, response_format=response_format, temperature=temperature, **extra
                 )
             except ModelError as exc:
                 if not self._should_retry(exc, attempt):
@@ -84,11 +87,13 @@ class RetryingModel:
         *,
         tools: Sequence[Tool] = (),
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamChunk]:
+        extra = max_tokens_kwarg(self.wrapped.stream, max_tokens)
         attempt = 1
         while True:
             yielded = False
-            inner = self.wrapped.stream(messages, tools=tools, temperature=temperature)
+            inner = self.wrapped.stream(messages, tools=tools, temperature=temperature, **extra)
             try:
                 async for chunk in inner:
                     yielded = True

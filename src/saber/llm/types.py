@@ -91,6 +91,8 @@ class StreamEnd:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    cut: str | None = None
+    """Why Saber cut the stream short (time limit, token limit, a repetition loop); None if it ended on its own."""
 
 
 StreamChunk: TypeAlias = TextDelta | ToolCallDelta | StreamEnd

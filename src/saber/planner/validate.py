@@ -16,6 +16,7 @@ from typing import Any
 
 from saber.graph.node import Node
 from saber.graph.taskgraph import TaskGraph
+from saber.planner.grounding import ground_nodes
 from saber.planner.placeholders import canonicalise, references
 from saber.planner.races import untangle_races
 from saber.planner.shapes import RawNode, params_object
@@ -107,6 +108,10 @@ def validate_nodes(
              goal=i.goal, params=i.params, depends_on=i.deps, race_group=groups[i.id])
         for i in kept
     ]
+    if placeholders:  # a model's plan: copied example values and ignored entities (grounding.py)
+        nodes, grounded, gone = ground_nodes(nodes, existing=existing, new_plan=not existing and limit is None)
+        warnings.extend(grounded)
+        dropped.update(gone)
     return Validated(nodes=nodes, warnings=warnings, dropped=dropped)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
+from saber.agent.grounded_call import ground_tool_call
+from saber.agent.modes.chat import run_chat
 from saber.agent.observations import as_text
 from saber.agent.prompts import TOOL_ANSWER
 from saber.events import Event, EventHandler, GraphReady, NodeDone, NodeStart, Step, ToolCallEvent
@@ -40,6 +42,10 @@ def _tool_events(turn: Turn) -> EventHandler:
 
 async def run_tool(turn: Turn, node: Node) -> str:
     """Execute ``node`` (with the runtime's retries and timeout) and answer from its result."""
+    checked = await ground_tool_call(turn, node)  # a model-chosen value copied from a prompt example
+    if checked is None:
+        return await run_chat(turn)
+    node = checked
     runtime = GraphRuntime([node], turn.tools, turn.services.graph_config(max_replan=0), _tool_events(turn),
                            task_id=turn.task_id)
     run = await runtime.run()

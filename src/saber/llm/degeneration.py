@@ -1,0 +1,59 @@
+"""Spotting a generation that has degenerated into a loop, so the stream can be cut early.
+
+Small models fall into loops ("你好！你好！你好！…", the same sentence with a counter that goes
+up). Two cheap checks on the tail of the text, both linear in the tail's length per period tried:
+
+- the tail is periodic (digits folded to 0, so "Step 1 … Step 2 …" counts) over at least four
+  repetitions of a unit shorter than 40 characters, or three of a longer one, and over 60+
+  characters;
+- five of the last six non-empty lines are the same line (digits folded).
+"""
+
+from __future__ import annotations
+
+import re
+
+_TAIL = 1600
+_MAX_PERIOD = 300
+_MIN_SPAN = 60
+_DIGITS = re.compile(r"\d")
+
+
+def repetition(text: str) -> str | None:
+    """A short description of the loop the end of ``text`` is stuck in, or None."""
+    tail = _DIGITS.sub("0", text[-_TAIL:])
+    unit = _periodic_unit(tail)
+    if unit is not None:
+        return f"the model kept repeating {_show(unit)}"
+    line = _repeated_line(tail)
+    if line is not None:
+        return f"the model kept repeating the line {_show(line)}"
+    return None
+
+
+def _periodic_unit(tail: str) -> str | None:
+    for period in range(1, min(_MAX_PERIOD, len(tail) // 3) + 1):
+        reps = 4 if period < 40 else 3
+        span = max(reps * period, _MIN_SPAN)
+        if span > len(tail):
+            break
+        window = tail[-span:]
+        if window[period:] == window[:-period]:
+            return window[-period:]
+    return None
+
+
+def _repeated_line(tail: str) -> str | None:
+    lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
+    last = lines[-7:-1]  # the final line may still be growing
+    if len(last) < 6:
+        return None
+    for candidate in set(last):
+        if len(candidate) >= 4 and last.count(candidate) >= 5:
+            return candidate
+    return None
+
+
+def _show(unit: str) -> str:
+    unit = " ".join(unit.split()) or repr(unit)
+    return f'"{unit[:40]}…"' if len(unit) > 40 else f'"{unit}"'

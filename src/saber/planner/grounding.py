@@ -1,0 +1,278 @@
+"""Grounded plans: no argument copied from the prompt's example, no entity of the query left out.
+
+A small model asked to plan "time in Tokyo and weather in Paris" answered with the planner
+prompt's own worked example, ``get_weather(city="Shanghai")``. Two checks run on a model's plan
+(``validate_nodes`` calls ``ground_nodes`` while a ``grounding(...)`` context is active — the agent
+opens one per request):
+
+- **copied examples**: a parameter value that is one of the prompt example's values and appears
+  nowhere in the query, the conversation, the user's preferences or an upstream result was copied
+  from the example. The rule planner's value for that parameter replaces it; without one the node
+  is dropped. Either way a warning says so.
+- **coverage**: an entity the query names (a city…) that the rule planner would call a tool for,
+  and that no node of the plan mentions (in any argument of any tool), gets the rule planner's
+  node, with a warning.
+
+Tool mode checks a model-chosen call the same way (``ground_call``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from saber.graph.node import Node
+from saber.tools.base import Tool
+
+COPIED = "copied example"
+"""Words every copied-example warning contains (for counting them)."""
+ADDED = "not in the plan"
+"""Words every coverage warning contains."""
+
+_STRUCTURAL = {"id", "type", "tool", "agent", "depends_on", "race_group"}
+
+
+@dataclass(kw_only=True)
+class GroundingContext:
+    """What a request's plan may legitimately take its values from, and the example it must not copy."""
+
+    query: str
+    tools: Mapping[str, Tool]
+    conversation: Sequence[str] = ()
+    preferences: Mapping[str, Any] = field(default_factory=dict)
+    agents: Mapping[str, str] = field(default_factory=dict)
+    language: str | None = None
+    example_text: str | None = None
+    """The prompt's worked example; by default the one in the planner prompt for this query."""
+
+    @cached_property
+    def example_values(self) -> set[str]:
+        text = self.example_text
+        if text is None:
+            from saber.planner.prompt import build_planner_prompt
+
+            system = build_planner_prompt(self.query, self.tools, agents=self.agents, language=_lang(self.language))[0].content
+            text = example_section(system)
+        return {_fold(v) for v in example_values(text) if len(_fold(v)) >= 2}
+
+    @cached_property
+    def sources(self) -> str:
+        """Everything the request itself says, folded, one searchable text."""
+        parts = [self.query, *self.conversation, *(str(v) for v in self.preferences.values())]
+        return _fold("\n".join(parts))
+
+    @cached_property
+    def rule_nodes(self) -> list[Node]:
+        from saber.planner.rules import rule_plan  # rules validates through validate.py, which calls us
+
+        with _suspended():
+            return list(rule_plan(self.query, self.tools, agents=self.agents, preferences=self.preferences).nodes)
+
+
+_CONTEXT: contextvars.ContextVar[GroundingContext | None] = contextvars.ContextVar("saber_grounding", default=None)
+
+
+@contextlib.contextmanager
+def grounding(context: GroundingContext) -> Iterator[None]:
+    """Plans validated inside (and in tasks started inside) are grounded against ``context``."""
+    token = _CONTEXT.set(context)
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+@contextlib.contextmanager
+def _suspended() -> Iterator[None]:
+    token = _CONTEXT.set(None)
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+def current_grounding() -> GroundingContext | None:
+    return _CONTEXT.get()
+
+
+def ground_nodes(nodes: list[Node], *, existing: Mapping[str, Node] | None = None, new_plan: bool = True,
+                 context: GroundingContext | None = None) -> tuple[list[Node], list[str], dict[str, str]]:
+    """``nodes`` with copied example values repaired or dropped and, for a ``new_plan``, the rule
+    nodes of entities it ignores added. Returns (nodes, warnings, dropped id → why); unchanged
+    when no grounding context is active."""
+    context = context or current_grounding()
+    if context is None or not nodes and not new_plan:
+        return nodes, [], {}
+    warnings: list[str] = []
+    dropped: dict[str, str] = {}
+    upstream = _fold("\n".join(_text(n.result) for n in (existing or {}).values() if n.result is not None))
+    out: list[Node] = []
+    for node in nodes:
+        fixed, why = _ground_node(node, context, upstream, out, warnings)
+        if fixed is None:
+            dropped[node.id] = why
+            warnings.append(f"{node.id} dropped: {why}")
+        else:
+            out.append(fixed)
+    out = _cascade(out, dropped, warnings)
+    if new_plan:
+        out = _cover(out, context, existing or {}, warnings)
+    return out, warnings, dropped
+
+
+def ground_call(node: Node, context: GroundingContext) -> tuple[Node | None, list[str]]:
+    """One model-chosen tool call (tool mode): repaired, or None when a copied value has no repair."""
+    nodes, warnings, _ = ground_nodes([node], new_plan=False, context=context)
+    return (nodes[0] if nodes else None), warnings
+
+
+def _ground_node(node: Node, context: GroundingContext, upstream: str, kept: Sequence[Node],
+                 warnings: list[str]) -> tuple[Node | None, str]:
+    if node.type != "tool" or not node.params:
+        return node, ""
+    params = dict(node.params)
+    for key, value in node.params.items():
+        if not _copied(value, context, upstream):
+            continue
+        repair = _rule_value(node.tool or "", key, context, kept)
+        if repair is None:
+            return None, f"{node.tool} {key}={value!r} is a {COPIED} from the planner prompt, and nothing in the request gives a value"
+        params[key] = repair
+        warnings.append(f"{node.id} {node.tool}: {key}={value!r} is a {COPIED} from the planner prompt; "
+                        f"the rules' {repair!r} used instead")
+    return (replace(node, params=params) if params != node.params else node), ""
+
+
+def _copied(value: Any, context: GroundingContext, upstream: str) -> bool:
+    if not isinstance(value, str):
+        return False
+    folded = _fold(value)
+    if folded not in context.example_values:
+        return False
+    return not any(alias in context.sources or alias in upstream for alias in _aliases(value))
+
+
+def _rule_value(tool: str, key: str, context: GroundingContext, kept: Sequence[Node]) -> Any:
+    """The rules' value for ``tool``'s ``key``, preferring one no kept node of that tool uses yet."""
+    used = {_fold(str(n.params.get(key))) for n in kept if n.tool == tool}
+    values = [n.params[key] for n in context.rule_nodes if n.tool == tool and key in n.params]
+    fresh = [v for v in values if _fold(str(v)) not in used]
+    return (fresh or values or [None])[0]
+
+
+def _cover(nodes: list[Node], context: GroundingContext, existing: Mapping[str, Node], warnings: list[str]) -> list[Node]:
+    query = _fold(context.query)
+    taken = {*existing, *(n.id for n in nodes)}
+    out = list(nodes)
+    for rule in context.rule_nodes:
+        if rule.type != "tool":
+            continue
+        entities = [v for v in rule.params.values() if isinstance(v, str) and _named(v, query)]
+        if not entities or any(_mentions(n, entities) for n in out):
+            continue
+        node_id = _free_id(taken)
+        taken.add(node_id)
+        out.append(Node(id=node_id, tool=rule.tool, params=dict(rule.params)))
+        warnings.append(f"{node_id} {rule.tool}({', '.join(map(repr, entities))}) added by the rules: "
+                        f"the query names it and it was {ADDED}")
+    return out
+
+
+def _named(value: str, query: str) -> bool:
+    folded = _fold(value)
+    return 0 < len(folded) <= 60 and folded != query and any(a in query for a in _aliases(value))
+
+
+def _mentions(node: Node, entities: Sequence[str]) -> bool:
+    """Whether any of ``node``'s arguments names one of ``entities`` (in any of its names)."""
+    text = _fold(json.dumps(node.params, ensure_ascii=False))
+    return any(alias in text for entity in entities for alias in _aliases(entity))
+
+
+def _cascade(nodes: list[Node], dropped: dict[str, str], warnings: list[str]) -> list[Node]:
+    """Nodes that depend on a dropped one are dropped too."""
+    out = list(nodes)
+    changed = True
+    while changed:
+        changed = False
+        for node in list(out):
+            gone = [d for d in node.depends_on if d in dropped]
+            if gone:
+                out.remove(node)
+                dropped[node.id] = f"depends on dropped {gone[0]}"
+                warnings.append(f"{node.id} dropped: it depends on dropped {gone[0]}")
+                changed = True
+    return out
+
+
+def _free_id(taken: set[str]) -> str:
+    k = 1
+    while f"n{k}" in taken:
+        k += 1
+    return f"n{k}"
+
+
+def example_section(system_prompt: str) -> str:
+    """The worked-example part of a planner system prompt (from "Example"/"示例" on), or the lines
+    that look like plan JSON when there is no such heading."""
+    match = re.search(r"^(?:Example|示例)", system_prompt, re.MULTILINE)
+    if match:
+        return system_prompt[match.start():]
+    return "\n".join(line for line in system_prompt.splitlines() if '"params"' in line)
+
+
+def example_values(text: str) -> list[str]:
+    """The parameter values in an example: strings under "params" (or, if no JSON parses, every
+    quoted string that is not a structural key or value)."""
+    start, end = text.find("["), text.rfind("]")
+    if 0 <= start < end:
+        with contextlib.suppress(ValueError):
+            data = json.loads(text[start:end + 1])
+            found: list[str] = []
+            for item in data if isinstance(data, list) else []:
+                if isinstance(item, dict) and isinstance(item.get("params"), dict):
+                    found.extend(_strings(item["params"]))
+            return found
+    pairs = re.findall(r'"([^"\\]{1,40})"\s*:\s*"([^"\\]{1,80})"', text)
+    return [value for key, value in pairs if key not in _STRUCTURAL]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _aliases(value: str) -> set[str]:
+    """``value`` folded, plus every name of the city it is and its time zone (so 上海 grounds
+    "Shanghai", and get_time("Asia/Shanghai") covers 北京)."""
+    from saber.tools.builtin.cities import lookup_city
+
+    names = {_fold(value)}
+    city = lookup_city(value)
+    if city is not None:
+        names.update(_fold(n) for n in (*city.all_names, city.timezone))
+    return {n for n in names if n}
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _lang(language: str | None) -> Any:
+    return language if language in ("zh", "en") else None

@@ -1,0 +1,105 @@
+"""Copied example values and ignored entities in a model's plan (shaped like SmolLM2-135M's plans)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from saber.graph.node import Node
+from saber.planner import PlanParseError, parse_plan
+from saber.planner.grounding import COPIED, GroundingContext, ground_call, ground_nodes, grounding
+from saber.tools import tool
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather of a city."""
+    return city
+
+
+@tool
+def get_time(city: str = "UTC") -> str:
+    """Time in a city."""
+    return city
+
+
+@tool
+def search_web(query: str) -> str:
+    """Search the web."""
+    return query
+
+
+TOOLS = {t.name: t for t in (get_weather, get_time, search_web)}
+
+
+def plan(*nodes: dict[str, object]) -> str:
+    return json.dumps([{"type": "tool", "depends_on": [], "race_group": None, **n} for n in nodes])
+
+
+def test_the_prompt_examples_city_is_replaced_by_the_rules_city() -> None:
+    with grounding(GroundingContext(query="What's the weather in Paris?", tools=TOOLS)):
+        parsed = parse_plan(plan({"id": "n1", "tool": "get_weather", "params": {"city": "Shanghai"}}), TOOLS)
+    assert [n.params for n in parsed.nodes] == [{"city": "Paris"}]
+    assert any(COPIED in w and "'Shanghai'" in w and "'Paris'" in w for w in parsed.warnings)
+
+
+def test_without_a_rule_value_the_copied_node_is_dropped_with_its_dependents() -> None:
+    raw = plan({"id": "n1", "tool": "search_web", "params": {"query": "K8s service types"}},
+               {"id": "n2", "tool": "get_weather", "params": {"city": "$n1"}, "depends_on": ["n1"]})
+    parsed = parse_plan(raw, TOOLS)
+    with grounding(GroundingContext(query="tell me a joke about cats", tools={"get_weather": get_weather, "search_web": search_web})):
+        nodes, warnings, dropped = ground_nodes(parsed.nodes)
+        with pytest.raises(PlanParseError, match=COPIED):  # nothing left: the caller falls back to the rules
+            parse_plan(raw, TOOLS)
+    assert nodes == [] and set(dropped) == {"n1", "n2"}
+    assert any("n1 dropped" in w and COPIED in w for w in warnings)
+
+
+def test_a_value_the_user_gave_is_not_a_copy_even_if_the_example_has_it() -> None:
+    for context in (GroundingContext(query="上海天气怎么样", tools=TOOLS),
+                    GroundingContext(query="and the weather?", tools=TOOLS, conversation=["I live in Shanghai"]),
+                    GroundingContext(query="weather please", tools=TOOLS, preferences={"city": "Shanghai"})):
+        with grounding(context):
+            parsed = parse_plan(plan({"id": "n1", "tool": "get_weather", "params": {"city": "Shanghai"}}), TOOLS)
+        assert [n.params for n in parsed.nodes] == [{"city": "Shanghai"}], context
+        assert not any(COPIED in w for w in parsed.warnings)
+
+
+def test_a_value_from_an_upstream_result_is_not_a_copy() -> None:
+    upstream = Node(id="n1", tool="search_web", params={"query": "where is the conference"}, result="It is in Shanghai.")
+    fresh = Node(id="n2", tool="get_weather", params={"city": "Shanghai"}, depends_on=["n1"])
+    with grounding(GroundingContext(query="weather at the conference venue", tools=TOOLS)):
+        nodes, warnings, _ = ground_nodes([fresh], existing={"n1": upstream}, new_plan=False)
+    assert nodes == [fresh] and warnings == []
+
+
+def test_an_entity_the_plan_ignores_gets_the_rule_node() -> None:
+    with grounding(GroundingContext(query="What time is it in Tokyo?", tools=TOOLS)):
+        parsed = parse_plan(plan({"id": "n1", "tool": "search_web", "params": {"query": "current time"}}), TOOLS)
+        mentioned = parse_plan(plan({"id": "n1", "tool": "search_web", "params": {"query": "time in Tokyo"}}), TOOLS)
+    assert [(n.id, n.tool, n.params) for n in parsed.nodes] == [("n1", "search_web", {"query": "current time"}),
+                                                               ("n2", "get_time", {"city": "Tokyo"})]
+    assert [n.tool for n in mentioned.nodes] == ["search_web"]
+    assert any("n2 get_time('Tokyo') added" in w for w in parsed.warnings)
+
+
+def test_an_entity_the_plan_covers_is_not_added_again() -> None:
+    with grounding(GroundingContext(query="现在几点，北京天气怎么样", tools=TOOLS)):
+        parsed = parse_plan(plan({"id": "n1", "tool": "get_time", "params": {"city": "Asia/Shanghai"}},
+                                 {"id": "n2", "tool": "get_weather", "params": {"city": "北京"}}), TOOLS)
+    assert [n.tool for n in parsed.nodes] == ["get_time", "get_weather"]
+
+
+def test_nothing_changes_outside_a_grounding_context() -> None:
+    parsed = parse_plan(plan({"id": "n1", "tool": "get_weather", "params": {"city": "Shanghai"}}), TOOLS)
+    assert [n.params for n in parsed.nodes] == [{"city": "Shanghai"}]
+
+
+def test_a_model_chosen_tool_call_is_checked_the_same_way() -> None:
+    context = GroundingContext(query="weather in Paris today", tools=TOOLS)
+    fixed, warnings = ground_call(Node(id="n1", tool="get_weather", params={"city": "Shanghai"}), context)
+    assert fixed is not None and fixed.params == {"city": "Paris"} and warnings
+    gone, warnings = ground_call(Node(id="n1", tool="search_web", params={"query": "K8s service types"}),
+                                 GroundingContext(query="hello", tools={"search_web": search_web}))
+    assert gone is None and COPIED in warnings[0]
