@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from saber.agent import Agent
 from saber.config import Settings
-from saber.server.auth import KeyRing
+from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
 from saber.server.middleware import RequestContext
 from saber.server.owners import DocumentOwners
@@ -54,7 +54,8 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     def limit_for(path: str) -> int:
         return upload_limit if path.rstrip("/") == "/api/documents" else settings.server_max_body_bytes
 
-    app.add_middleware(RequestContext, limit_for=limit_for)
+    app.add_middleware(KeyGate, keys=keys)
+    app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
     for router in (chat.router, tasks.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
     return app

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fastapi import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from saber.config import ConfigError, Settings
-from saber.server.errors import ApiError
+from saber.server.errors import ApiError, error_response
 
 LOCAL_USER = "local"
 """The user of a server without keys (a request may name another with ``user_id``)."""
@@ -94,20 +95,45 @@ def _checked_user(user: str, where: str) -> str:
     return user.strip()
 
 
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+class KeyGate:
+    """Checks the key before anything else (body parsing included), so a caller without one
+    learns nothing but 401; puts the key's user in the request state."""
+
+    def __init__(self, app: ASGIApp, *, keys: KeyRing) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.keys.enabled or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        scheme, _, key = header.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            message = "missing API key: send 'Authorization: Bearer <key>'"
+        else:
+            user = self.keys.user_for(key.strip())
+            if user is not None:
+                state["user_id"] = state["key_user"] = user
+                await self.app(scope, receive, send)
+                return
+            message = "invalid API key"
+        response = error_response(401, "unauthorized", message, str(state.get("request_id", "")),
+                                  {"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
 def authenticate(request: Request) -> str | None:
-    """The key's user, ``None`` in local mode; a 401 when keys are configured and none valid is sent."""
-    ring: KeyRing = request.app.state.keys
-    if not ring.enabled:
-        return None
-    header = request.headers.get("authorization", "")
-    scheme, _, key = header.partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
+    """The key's user (checked by ``KeyGate``), ``None`` in local mode."""
+    user = request.scope.get("state", {}).get("key_user")
+    if request.app.state.keys.enabled and user is None:  # a route the gate let through without a key
         raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'",
                        headers={"WWW-Authenticate": "Bearer"})
-    user = ring.user_for(key.strip())
-    if user is None:
-        raise ApiError(401, "unauthorized", "invalid API key", headers={"WWW-Authenticate": "Bearer"})
-    return user
+    return str(user) if user is not None else None
 
 
 def caller(request: Request, asked: str | None = None) -> str:
@@ -116,7 +142,6 @@ def caller(request: Request, asked: str | None = None) -> str:
     if user is not None:
         if asked is not None and asked != user:
             raise ApiError(403, "forbidden", "user_id cannot be chosen with an API key: the key decides the user")
-        request.scope.setdefault("state", {})["user_id"] = user
         return user
     chosen = asked.strip() if asked is not None and asked.strip() else LOCAL_USER
     request.scope.setdefault("state", {})["user_id"] = chosen

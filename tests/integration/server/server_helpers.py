@@ -47,7 +47,7 @@ def settings_for(home: Path, *, keys: bool = False, **overrides: Any) -> Setting
 
 def make_agent(settings: Settings, model: ChatModel | None = None, **kwargs: Any) -> Agent:
     embedder = HashingEmbedder()
-    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
+    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder, max_file_mb=settings.rag_max_file_mb)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder)
     return Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
 
