@@ -32,6 +32,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         built = agent if agent is not None else await asyncio.to_thread(Agent, settings)
+        await asyncio.to_thread(_import_lazy_modules)
         owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
         runs = RunManager(built, max_running_per_user=settings.server_max_running_per_user,
                           keep_finished=settings.server_keep_finished)
@@ -59,3 +60,13 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     for router in (chat.router, tasks.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
     return app
+
+
+def _import_lazy_modules() -> None:
+    """Modules the first request would otherwise import on the event loop (the openai client
+    loads its resources on first use; multipart parsing on the first upload)."""
+    import importlib
+
+    for name in ("openai.resources.chat.completions", "openai.resources.embeddings", "python_multipart"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)

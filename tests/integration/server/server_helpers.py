@@ -128,6 +128,7 @@ class LiveServer:
             self.server.should_exit = True
         if self.thread is not None:
             self.thread.join(30)
+        self.sock.close()
         if self.error is not None:
             raise self.error
 
