@@ -94,7 +94,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": code.replace("_", " ")}
-    for status, code in ((401, "unauthorized"), (404, "not_found"), (413, "too_large"), (422, "invalid_request"),
-                         (429, "too_many_requests"))
+    for status, code in ((400, "bad_request"), (401, "unauthorized"), (403, "forbidden"), (404, "not_found"),
+                         (409, "conflict"), (413, "too_large"), (422, "invalid_request"), (429, "too_many_requests"),
+                         (503, "shutting_down_or_starting"))
 }
 """The error answers every API route may give, for the OpenAPI document."""

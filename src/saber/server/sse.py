@@ -16,7 +16,11 @@ PING_SECONDS = 15.0
 SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-Sent Events: `id: <sequence number>`, `event: <type>`, `data: <json>`; the last "
                          "event is `done`; `: ping` comments keep the connection alive.",
-          "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+          "content": {"text/event-stream": {"schema": {
+              "type": "object", "required": ["data"], "description": "One event of the stream.",
+              "properties": {"id": {"type": "string", "description": "The event's sequence number in its task."},
+                             "event": {"type": "string", "description": "The event type (start, route, token, ..., done)."},
+                             "data": {"type": "string", "description": "The event's JSON payload."}}}}}},
 }
 
 

@@ -16,6 +16,7 @@ from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
 from saber.server.runs import RunManager, TaskRun
 from saber.server.schemas import ChatRequest, ChatResponse, EventOut
+from saber.tools.errors import ToolError, UnknownToolError
 from saber.server.sse import SSE_RESPONSE, stream_run
 
 router = APIRouter(tags=["chat"], responses=ERROR_RESPONSES)
@@ -39,7 +40,9 @@ async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatReques
 
     try:
         return await runs.start(run, source)
-    except ValueError as exc:
+    except UnknownToolError as exc:
+        raise ApiError(422, "invalid_request", f"selected_tools: {exc}") from None
+    except (ValueError, ToolError) as exc:
         status = 409 if "already" in str(exc) else 422
         raise ApiError(status, "conflict" if status == 409 else "invalid_request", str(exc)) from None
 

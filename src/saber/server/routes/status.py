@@ -22,7 +22,7 @@ async def healthz() -> Health:
 
 
 @router.get("/readyz", response_model=Health, summary="The agent is built and new requests are accepted",
-            responses={503: ERROR_RESPONSES[429] | {"description": "starting or shutting down"}})
+            responses={503: ERROR_RESPONSES[503]})
 async def readyz(request: Request) -> Health:
     runs = getattr(request.app.state, "runs", None)
     if getattr(request.app.state, "agent", None) is None or runs is None:
