@@ -26,6 +26,7 @@ from saber.events import Event
 from saber.llm.check_cli import model_app
 from saber.rag.cli import docs_app, ingest_command
 from saber.rag.documents import RagError
+from saber.server.serve import serve_command
 from saber.tools.errors import ToolError
 
 T = TypeVar("T")
@@ -41,6 +42,7 @@ app.command("ingest", help="Add files or folders to the knowledge base.")(ingest
 app.add_typer(docs_app, name="docs")
 app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
+app.command("serve", help="Run the HTTP API: REST + SSE, and OpenAI-compatible /v1.")(serve_command)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -54,6 +54,7 @@ from saber.llm.factory import model_from_settings
 from saber.llm.guarded import GuardedModel
 from saber.llm.limits import limits_from_settings
 from saber.llm.nomodel import is_no_model
+from saber.llm.types import Message
 from saber.rag.engine import RagEngine
 from saber.rag.factory import engine_from_settings
 from saber.rag.tools import knowledge_tools
@@ -139,6 +140,12 @@ class Agent:
         """Event queues of requests made but not yet served (``_new_turn`` → ``_serve``)."""
         self._background: set[asyncio.Task[Any]] = set()
 
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     @property
     def registry(self) -> ToolRegistry:
         return self.services.registry
@@ -158,8 +165,12 @@ class Agent:
         selected_tools: Sequence[str] | None = None,
         use_rag: bool | None = None,
         task_id: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding its events; the last one is ``done``.
+
+        ``history``: the conversation so far as the caller holds it (an OpenAI-style client sends
+        it with every request); when given it replaces the user's stored history for this turn.
 
         Closing the stream early cancels the request: use ``contextlib.aclosing(agent.stream(...))``
         to have that happen when the loop is left (otherwise it happens when the generator is
@@ -177,10 +188,13 @@ class Agent:
             await check_new_task_id(self.services.checkpoints, check_task_id(task_id), self._requests)
         options = RouteOptions(mode=mode, selected_tools=selected_tools, use_rag=use_rag)
         turn = self._new_turn(query, user_id, task_id or uuid.uuid4().hex, tools)
+        given_history = list(history) if history is not None else None
 
         async def work() -> str:
             started = asyncio.get_running_loop().time()
             remember = await self._prepare(turn)
+            if given_history is not None:
+                turn.history = given_history
             decision = self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))

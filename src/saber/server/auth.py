@@ -1,0 +1,148 @@
+"""API keys: stored as SHA-256 hashes, each mapping to a user id.
+
+Keys come from ``[server] api_keys`` in ``saber.toml`` (``"sha256:<hex>" = "alice"``) and from the
+file ``server.keys_file`` (one ``alice sha256:<hex>`` per line). A request proves its user with
+``Authorization: Bearer <key>`` — the header the ``openai`` client sends. With no keys at all
+the server is a local single-user tool (loopback only, enforced by ``saber serve``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from fastapi import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from saber.config import ConfigError, Settings
+from saber.server.errors import ApiError, error_response
+
+LOCAL_USER = "local"
+"""The user of a server without keys (a request may name another with ``user_id``)."""
+
+
+def hash_key(key: str) -> str:
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_key() -> str:
+    return "sk-saber-" + secrets.token_urlsafe(32)
+
+
+class KeyRing:
+    """Hashed keys → user ids. Lookup hashes the presented key and compares in constant time."""
+
+    def __init__(self, hashed: Mapping[str, str]) -> None:
+        self._users = {h.lower(): user for h, user in hashed.items()}
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._users)
+
+    @property
+    def users(self) -> set[str]:
+        return set(self._users.values())
+
+    def user_for(self, key: str) -> str | None:
+        presented = hash_key(key)
+        found = None
+        for stored, user in self._users.items():
+            if hmac.compare_digest(stored, presented):
+                found = user
+        return found
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KeyRing:
+        hashed: dict[str, str] = {}
+        for h, user in settings.server_api_keys.items():
+            hashed[_checked_hash(h, "server.api_keys")] = _checked_user(user, "server.api_keys")
+        if settings.server_keys_file is not None:
+            hashed.update(read_keys_file(settings.server_keys_file))
+        return cls(hashed)
+
+
+def read_keys_file(path: Path) -> dict[str, str]:
+    try:
+        lines = path.expanduser().read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the keys file: {exc.strerror or exc}") from None
+    out: dict[str, str] = {}
+    for number, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ConfigError(f"{path}:{number}: expected '<user id> sha256:<hex>'")
+        out[_checked_hash(parts[1], f"{path}:{number}")] = _checked_user(parts[0], f"{path}:{number}")
+    return out
+
+
+def _checked_hash(value: str, where: str) -> str:
+    digest = value.lower().removeprefix("sha256:")
+    if not value.lower().startswith("sha256:") or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ConfigError(f"{where}: {value[:20]!r} is not a key hash: write 'sha256:<64 hex digits>' "
+                          "(saber serve --new-key USER prints one), never the key itself")
+    return "sha256:" + digest
+
+
+def _checked_user(user: str, where: str) -> str:
+    if not isinstance(user, str) or not user.strip():
+        raise ConfigError(f"{where}: the user id must be a non-empty string")
+    return user.strip()
+
+
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+class KeyGate:
+    """Checks the key before anything else (body parsing included), so a caller without one
+    learns nothing but 401; puts the key's user in the request state."""
+
+    def __init__(self, app: ASGIApp, *, keys: KeyRing) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.keys.enabled or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        scheme, _, key = header.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            message = "missing API key: send 'Authorization: Bearer <key>'"
+        else:
+            user = self.keys.user_for(key.strip())
+            if user is not None:
+                state["user_id"] = state["key_user"] = user
+                await self.app(scope, receive, send)
+                return
+            message = "invalid API key"
+        response = error_response(401, "unauthorized", message, str(state.get("request_id", "")),
+                                  {"WWW-Authenticate": "Bearer"})
+        await response(scope, receive, send)
+
+
+def authenticate(request: Request) -> str | None:
+    """The key's user (checked by ``KeyGate``), ``None`` in local mode."""
+    user = request.scope.get("state", {}).get("key_user")
+    if request.app.state.keys.enabled and user is None:  # a route the gate let through without a key
+        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'",
+                       headers={"WWW-Authenticate": "Bearer"})
+    return str(user) if user is not None else None
+
+
+def caller(request: Request, asked: str | None = None) -> str:
+    """The user a request acts for: the key's; in local mode ``asked`` or the local user."""
+    user = authenticate(request)
+    if user is not None:
+        if asked is not None and asked != user:
+            raise ApiError(403, "forbidden", "user_id cannot be chosen with an API key: the key decides the user")
+        return user
+    chosen = asked.strip() if asked is not None and asked.strip() else LOCAL_USER
+    request.scope.setdefault("state", {})["user_id"] = chosen
+    return chosen

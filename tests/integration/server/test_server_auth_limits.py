@@ -1,0 +1,105 @@
+"""Auth and limits over real HTTP: every error has one shape and the right status."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import httpx
+import pytest
+from server_helpers import LiveServer
+
+from saber.testing import FakeOpenAIServer
+
+ALICE = {"Authorization": "Bearer key-alice"}
+
+
+def assert_error(r: httpx.Response, status: int, code: str, *names: str) -> None:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"error", "request_id"} and body["request_id"] == r.headers["x-request-id"]
+    assert body["error"]["code"] == code
+    for name in names:
+        assert name in body["error"]["message"], body
+
+
+ROUTES = [
+    ("POST", "/api/chat"), ("POST", "/api/chat/stream"), ("GET", "/api/tasks"), ("GET", "/api/tasks/x"),
+    ("POST", "/api/tasks/x/cancel"), ("GET", "/api/tasks/x/events"), ("GET", "/api/documents"), ("GET", "/api/memory"),
+    ("DELETE", "/api/memory"), ("GET", "/api/status"), ("GET", "/api/tools"), ("GET", "/v1/models"),
+    ("POST", "/v1/chat/completions"), ("POST", "/api/documents"), ("POST", "/api/tasks/x/resume"),
+]
+
+
+def test_every_route_but_health_needs_a_key(serve: Callable[..., LiveServer]) -> None:
+    live = serve(keys=True)
+    for method, path in ROUTES:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic a2V5LWFsaWNl"}):
+            r = httpx.request(method, live.url + path, headers=headers, content=b"{not json")
+            assert_error(r, 401, "unauthorized")
+            assert r.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(live.url + "/healthz").json() == {"status": "ok"}
+    assert httpx.get(live.url + "/readyz").json() == {"status": "ready"}
+
+
+def test_a_key_decides_the_user(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
+    live = serve(keys=True)
+    r = httpx.post(live.url + "/api/chat", json={"message": "hi", "user_id": "bob"}, headers=ALICE)
+    assert_error(r, 403, "forbidden", "key decides the user")
+    fake_llm.queue("hello alice")
+    r = httpx.post(live.url + "/api/chat", json={"message": "hi", "mode": "chat"}, headers=ALICE, timeout=30)
+    assert r.json()["events"][0]["data"]["user_id"] == "alice"
+
+
+def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., LiveServer]) -> None:
+    live = serve()
+    url = live.url + "/api/chat"
+    assert_error(httpx.post(url, content=b'{"message": "hi"', headers={"content-type": "application/json"}), 422,
+                 "invalid_request", "malformed JSON")
+    assert_error(httpx.post(url, json={}), 422, "invalid_request", "message", "required")
+    assert_error(httpx.post(url, json={"message": 5}), 422, "invalid_request", "message")
+    assert_error(httpx.post(url, json={"message": "hi", "mode": "fast"}), 422, "invalid_request", "mode")
+    assert_error(httpx.post(url, json={"message": "hi", "use_rag": "maybe"}), 422, "invalid_request", "use_rag")
+    assert_error(httpx.post(url, json={"message": "hi", "surprise": 1}), 422, "invalid_request", "surprise")
+    assert_error(httpx.post(url, json={"message": "   "}), 422, "invalid_request", "message", "blank")
+    assert_error(httpx.post(url, json=["message"]), 422, "invalid_request")
+    assert_error(httpx.get(live.url + "/api/tasks/x/events", headers={"Last-Event-ID": "abc"}), 422, "invalid_request",
+                 "Last-Event-ID")
+    assert_error(httpx.get(live.url + "/nope"), 404, "not_found")
+    assert_error(httpx.get(url), 405, "method_not_allowed")
+
+
+def test_body_and_message_limits_answer_413(serve: Callable[..., LiveServer]) -> None:
+    live = serve(server_max_body_bytes=4096, server_max_message_chars=100)
+    url = live.url + "/api/chat"
+    assert_error(httpx.post(url, json={"message": "x" * 101}), 413, "too_large", "message", "100")
+    assert_error(httpx.post(url, json={"message": "长" * 5000}), 413, "too_large", "4096 bytes")
+
+    def chunks() -> object:
+        yield b'{"message": "'
+        for _ in range(10):
+            yield b"y" * 1000
+        yield b'"}'
+
+    assert_error(httpx.post(url, content=chunks(), headers={"content-type": "application/json"}), 413, "too_large")
+
+
+def test_upload_over_the_knowledge_base_limit_answers_413(serve: Callable[..., LiveServer]) -> None:
+    live = serve(rag_max_file_mb=0.01)
+    big = {"files": ("big.txt", b"word " * 4000, "text/plain")}
+    assert_error(httpx.post(live.url + "/api/documents", files=big), 413, "too_large", "big.txt")
+    odd = {"files": ("tool.exe", b"MZ", "application/octet-stream")}
+    assert_error(httpx.post(live.url + "/api/documents", files=odd), 422, "invalid_document", "unsupported file type")
+    assert httpx.get(live.url + "/api/documents").json() == []
+
+
+def test_access_log_lines(serve: Callable[..., LiveServer], caplog: pytest.LogCaptureFixture) -> None:
+    live = serve(keys=True)
+    with caplog.at_level(logging.INFO, logger="saber.server.access"):
+        r = httpx.get(live.url + "/api/tasks/abc", headers={**ALICE, "X-Request-ID": "req-42"})
+        assert r.status_code == 404 and r.headers["x-request-id"] == "req-42"
+        httpx.get(live.url + "/api/tools")
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == "saber.server.access"]
+    assert any("request_id=req-42 user=alice method=GET route=/api/tasks/{task_id} status=404 duration_ms=" in line
+               for line in lines), lines
+    assert any("user=- method=GET route=/api/tools status=401" in line for line in lines), lines
