@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     rag_child_overlap: int = Field(50, ge=0)
     rag_parent_size: int = Field(800, ge=50)
     rag_parent_overlap: int = Field(100, ge=0)
+    rag_min_relevance: float | None = None
+    """Relevance (cosine above the query's neutral baseline) a passage needs for the knowledge base
+    to answer; unset = calibrated for the embedder and the stored documents (saber.agent.relevance)."""
 
     # graph runtime
     graph_max_parallel: int = Field(8, ge=1)
@@ -157,6 +160,8 @@ class Settings(BaseSettings):
 
     # agent and memory
     history_turns: int = Field(20, ge=1)
+    max_query_chars: int = Field(20_000, ge=1)
+    """Longest query the agent accepts; a longer one is a ValueError naming both lengths."""
     memory_merge_threshold: float = Field(0.97, gt=0, le=1)
     """Cosine similarity at or above which a new memory updates an old one instead of being added."""
     memory_half_life_days: float = Field(30.0, gt=0)

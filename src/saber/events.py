@@ -51,6 +51,8 @@ class Route(_Event):
     rule: str
     """Which routing rule fired, e.g. ``"keywords:react(weather+time)"``."""
     tools: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] | None = None
+    """Why the knowledge base was (not) chosen: best passage relevance vs the threshold."""
 
 
 @dataclass(frozen=True, kw_only=True)

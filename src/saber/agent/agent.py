@@ -32,10 +32,12 @@ from saber.agent.memory import MemoryService
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
 from saber.agent.modes.react import resume_react, run_react
-from saber.agent.modes.tool import pick_tool_call, run_tool
+from saber.agent.modes.tool import ask_for_arguments, run_tool
+from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
 from saber.agent.redaction import checked_memory_text, redacted
-from saber.agent.router import Mode, RouteDecision, RouteOptions, route
+from saber.agent.relevance import KnowledgeEvidence, gate_for
+from saber.agent.router import Mode, RouteDecision, RouteOptions, needs_knowledge_evidence, route
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
 from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task
@@ -195,9 +197,10 @@ class Agent:
             remember = await self._prepare(turn)
             if given_history is not None:
                 turn.history = given_history
-            decision = self._route(turn, options)
+            decision = await self._route(turn, options)
             turn.route = decision
-            await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
+            await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools,
+                                  evidence=decision.evidence.to_dict() if decision.evidence else None))
             answer = await within_request(turn, lambda: self._dispatch(turn, decision),
                                           seconds=self.settings.request_deadline, started=started)
             await self._finalize(turn, answer, remember)
@@ -363,23 +366,38 @@ class Agent:
             return False
         return True
 
-    def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
-        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=self.services.knowledge_loaded(), options=options)
+    async def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
+        loaded = self.services.knowledge_loaded()
+        evidence = await self._knowledge_evidence(turn, options) if loaded else None
+        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=loaded, options=options, evidence=evidence)
         if decision.mode != "tool":
             return decision
         for name in decision.tools:
-            node = pick_tool_call(turn, name)
+            node = await choose_tool_call(turn, name)
             if node is not None:
                 turn.tool_node = node
                 return RouteDecision(mode="tool", rule=decision.rule, tools=[name], needs=decision.needs)
+        if decision.tools == ["get_weather"]:  # the weather of no named place, none preferred: ask which
+            return RouteDecision(mode="tool", rule=f"{decision.rule}(no city: ask)", tools=decision.tools,
+                                 needs=decision.needs)
         fallback: Mode = "react" if decision.needs else "chat"
         why = f"no arguments for {', '.join(decision.tools)}" if decision.tools else "no tool matches the query"
         return RouteDecision(mode=fallback, rule=f"{decision.rule}→{fallback}({why})", tools=list(turn.tools),
                              needs=decision.needs)
 
+    async def _knowledge_evidence(self, turn: Turn, options: RouteOptions) -> KnowledgeEvidence | None:
+        """How relevant the knowledge base is to the query (off the loop: it embeds), when routing needs it."""
+        engine = self.services.knowledge
+        if engine is None or not needs_knowledge_evidence(turn.query, options):
+            return None
+        gate = gate_for(engine, self.settings.rag_min_relevance)
+        return await asyncio.to_thread(gate.evidence, turn.query)
+
     async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:
         if decision.mode == "tool" and turn.tool_node is not None:
             return await run_tool(turn, turn.tool_node)
+        if decision.mode == "tool":
+            return await ask_for_arguments(turn, decision.tools)
         if decision.mode == "rag":
             return await run_rag(turn)
         if decision.mode == "react":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from saber.agent.prompts import Lang
@@ -40,16 +41,10 @@ def observations(run: RunResult, lang: Lang) -> str:
     return "\n\n".join(blocks)
 
 
-def rule_answer(run: RunResult, lang: Lang) -> str:
-    """The no-model answer: what each step found, in order, with failures said plainly."""
-    head = "各步骤的结果：" if lang == "zh" else "What each step found:"
-    lines = [head]
-    for node in run.nodes.values():
-        if node.status is NodeStatus.DONE:
-            lines.append(f"- {node.target}: {as_text(node.result, 1500)}")
-        elif node.status is NodeStatus.SKIPPED and node.error is None:
-            continue
-        else:
-            word = {"failed": "失败", "skipped": "跳过", "cancelled": "取消"}.get(node.status.value, node.status.value) if lang == "zh" else node.status.value
-            lines.append(f"- {node.target}: {word} — {node.error or ''}".rstrip(" —"))
-    return "\n".join(lines)
+def rule_answer(run: RunResult, lang: Lang, *, query: str = "", preferences: Mapping[str, Any] | None = None,
+                default_timezone: str | None = None) -> str:
+    """The no-model answer: each fact once in the query's language, failures summarised once per
+    cause, the preferred city or default zone said when used, sources listed (see ``render``)."""
+    from saber.agent.render import render_nodes
+
+    return render_nodes(run.nodes.values(), lang, query=query, preferences=preferences, default_timezone=default_timezone)

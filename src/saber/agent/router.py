@@ -4,6 +4,11 @@ Routing sits on every request, so it must be fast, cheap and predictable: keywor
 Chinese and English, kept in one table (``NEEDS`` below, over ``saber.planner.keywords``) so
 they are easy to read and extend. Each decision
 names the rule that fired; the ``route`` event carries it to the user.
+
+The knowledge base is chosen when the query names it ("my notes", "知识库") or when its best
+passage is relevant (``KnowledgeEvidence``: calibrated relevance against a threshold, computed by
+``saber.agent.relevance`` before routing) — not merely because documents exist. Small talk and
+thanks are chat. A time or weather question about several places is a plan with one call each.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from saber.agent.relevance import KnowledgeEvidence
 from saber.planner import keywords as kw
 
 Mode = Literal["chat", "tool", "rag", "react"]
@@ -55,14 +61,18 @@ class RouteDecision:
     tools: list[str] = field(default_factory=list)
     """Tools this route may use (all available ones unless the caller selected some)."""
     needs: list[str] = field(default_factory=list)
+    evidence: KnowledgeEvidence | None = None
+    """The knowledge base's best relevance vs its threshold, when it was consulted."""
 
 
 def find_needs(query: str) -> list[Need]:
     return [need for need in NEEDS if need.pattern.search(query)]
 
 
-def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None) -> RouteDecision:
-    """Decide the mode for ``query`` given the available tool names and whether the knowledge base has chunks."""
+def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None,
+          evidence: KnowledgeEvidence | None = None) -> RouteDecision:
+    """Decide the mode for ``query`` given the available tool names, whether the knowledge base has
+    chunks and, when it has, how relevant its best passage is (``evidence``)."""
     options = options or RouteOptions()
     needs = find_needs(query)
     need_names = [n.name for n in needs]
@@ -78,20 +88,60 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
             return RouteDecision(mode="react", rule=f"explicit:tools({len(selected)})", tools=selected, needs=need_names)
         return RouteDecision(mode="tool", rule=f"explicit:tool({selected[0]})", tools=selected, needs=need_names)
     if options.use_rag and knowledge_loaded:
-        return RouteDecision(mode="rag", rule="explicit:use_rag", tools=list(tools), needs=need_names)
-    return _route_by_keywords(query, needs, tools, knowledge_loaded and options.use_rag is not False)
+        return RouteDecision(mode="rag", rule="explicit:use_rag", tools=list(tools), needs=need_names, evidence=evidence)
+    use_kb = knowledge_loaded and options.use_rag is not False
+    return _route_by_keywords(query, needs, tools, use_kb, evidence if use_kb else None)
 
 
-def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool) -> RouteDecision:
+def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool,
+                       evidence: KnowledgeEvidence | None) -> RouteDecision:
     names = [n.name for n in needs]
     available = list(tools)
     if kw.is_research_request(query):
         return RouteDecision(mode="react", rule="keywords:react(research/report)", tools=available, needs=names)
     if len(needs) >= 2:
         return RouteDecision(mode="react", rule=f"keywords:react({'+'.join(names)})", tools=available, needs=names)
+    if knowledge_loaded and kw.KNOWLEDGE.search(query) and names in (["search"], ["summary"]):
+        return RouteDecision(mode="rag", rule="keywords:rag(search the knowledge base)", tools=available, needs=names,
+                             evidence=evidence)
     served = [n for n in needs if n.tool and n.tool in tools]
     if served:
-        return RouteDecision(mode="tool", rule=f"keywords:tool({served[0].name})", tools=[served[0].tool or ""], needs=names)
+        need = served[0]
+        if need.name in ("time", "weather"):
+            count = _places_named(query, need.name)
+            if count >= 2:
+                return RouteDecision(mode="react", rule=f"keywords:react({need.name}×{count} places)", tools=available,
+                                     needs=names)
+        return RouteDecision(mode="tool", rule=f"keywords:tool({need.name})", tools=[need.tool or ""], needs=names)
+    if kw.is_small_talk(query):
+        return RouteDecision(mode="chat", rule="keywords:chat(small talk)", tools=available, needs=names)
+    if knowledge_loaded and kw.KNOWLEDGE.search(query):
+        return RouteDecision(mode="rag", rule="keywords:rag(knowledge base named)", tools=available, needs=names,
+                             evidence=evidence)
+    if knowledge_loaded and evidence is not None:
+        mode: Mode = "rag" if evidence.relevant else "chat"
+        verdict = "relevant" if evidence.relevant else "not-relevant"
+        return RouteDecision(mode=mode, rule=f"knowledge-base:{verdict}({evidence.describe()})", tools=available,
+                             needs=names, evidence=evidence)
     if knowledge_loaded:
         return RouteDecision(mode="rag", rule="knowledge-base:loaded", tools=available, needs=names)
     return RouteDecision(mode="chat", rule="default:chat", tools=available, needs=names)
+
+
+def _places_named(query: str, need: str) -> int:
+    """How many places the query asks the time (zones count) or the weather (zones do not) of."""
+    from saber.tools.builtin.mentions import is_zone_form, place_mentions
+
+    places = place_mentions(query)
+    return len(places) if need == "time" else sum(not is_zone_form(p) for p in places)
+
+
+def needs_knowledge_evidence(query: str, options: RouteOptions | None = None) -> bool:
+    """Whether routing this query can depend on the knowledge base's relevance (so the caller
+    computes the evidence only then: it costs an embedding)."""
+    options = options or RouteOptions()
+    if options.mode not in (None, "rag") or options.selected_tools or options.use_rag is False:
+        return False
+    if kw.is_research_request(query) or kw.is_small_talk(query):
+        return False
+    return not find_needs(query) or options.use_rag is True or options.mode == "rag"

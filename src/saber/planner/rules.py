@@ -6,9 +6,10 @@ The keywords live in ``saber.planner.keywords`` (shared with the router). Rules:
   with the research and writer agents available → research_agent → writer_agent →
   review_agent (when present) → doc_agent, the last only when the query asks to save (保存, 落库,
   写入, 文档库, 知识库, save …); doc_agent depends on the writer (whose report it saves) and the review;
-- time words → get_time, for a city named in the query, else the preferred timezone or city;
-- weather words → get_weather, the city found in the query, else the preferred city; skipped
-  with a warning when the tool needs a city and none is known;
+- time words → one get_time per place or time zone the query names (all in parallel), else one for
+  the preferred timezone or city, else one with the tool's default zone;
+- weather words → one get_weather per place the query names (time zones excluded), else the
+  preferred city; skipped with a warning when the tool needs a city and none is known;
 - search words → search_web; open questions (是什么, what is …) too, when no other rule matched;
   rag_search joins it (race group "search" when both exist), and is also used for
   knowledge-base words or when no other rule matched — not for every query as the original
@@ -38,6 +39,7 @@ PREFERENCE_KEYS: dict[str, tuple[str, ...]] = {
 """A tool parameter → the preference keys that can fill it (ORIGINAL.md's mapping)."""
 
 CityFinder = Callable[[str], str | None]
+PlaceFinder = Callable[[str], list[str]]
 
 
 def rule_plan(
@@ -54,7 +56,7 @@ def rule_plan(
     prefs = dict(preferences or {})
     raw = _pipeline(query, agents)
     if not raw:
-        raw = _tool_rules(query, tools, prefs, city_from_query or default_city_finder(), warnings)
+        raw = _tool_rules(query, tools, prefs, _place_finder(city_from_query), warnings)
     checked = validate_nodes(raw, tools, agents=agents, placeholders=False)  # the query is text, never a reference
     return ParsedPlan(nodes=checked.nodes, format="rules", shape="rules", warnings=warnings + checked.warnings)
 
@@ -80,24 +82,28 @@ def _pipeline(query: str, agents: Mapping[str, str]) -> list[dict[str, Any]]:
     return raw
 
 
+def _place_finder(city_from_query: CityFinder | None) -> PlaceFinder:
+    if city_from_query is None:
+        from saber.tools.builtin.mentions import place_mentions
+
+        return place_mentions
+
+    def one(query: str) -> list[str]:
+        city = city_from_query(query)
+        return [city] if city else []
+
+    return one
+
+
 def _tool_rules(query: str, tools: Mapping[str, Tool], prefs: dict[str, Any],
-                find_city: CityFinder, warnings: list[str]) -> list[dict[str, Any]]:
+                find_places: PlaceFinder, warnings: list[str]) -> list[dict[str, Any]]:
     raw: list[dict[str, Any]] = []
 
     def add(name: str, params: dict[str, Any], race_group: str | None = None) -> None:
         raw.append({"id": f"n{len(raw) + 1}", "tool": name, "params": params, "race_group": race_group})
 
-    city = find_city(query)
-    if kw.TIME.search(query) and "get_time" in tools:
-        add("get_time", _time_params(tools["get_time"], city, prefs))
-    if kw.WEATHER.search(query) and "get_weather" in tools:
-        weather = tools["get_weather"]
-        city_param = next((p for p in ("city", "location") if p in weather.schema.get("properties", {})), "city")
-        params = fill_from_preferences(weather, {city_param: city} if city else {}, prefs)
-        if city_param in params or city_param not in weather.schema.get("required", []):
-            add("get_weather", params)
-        else:
-            warnings.append("get_weather skipped: no city in the query and no preferred city")
+    for name, params in place_calls(query, tools, prefs, find_places=find_places, warnings=warnings):
+        add(name, params)
     searching = bool(kw.SEARCH.search(query) or (not raw and kw.QUESTION.search(query)))
     wants_kb = "rag_search" in tools and (searching or bool(kw.KNOWLEDGE.search(query)) or not raw)
     racing = "search" if wants_kb and searching and "search_web" in tools else None
@@ -106,6 +112,50 @@ def _tool_rules(query: str, tools: Mapping[str, Tool], prefs: dict[str, Any],
     if searching and "search_web" in tools:
         add("search_web", {_query_param(tools["search_web"]): query}, racing)
     return raw
+
+
+def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str, Any] | None = None, *,
+                find_places: PlaceFinder | None = None, warnings: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(tool, params) for every place the query asks the time or the weather of, in query order.
+
+    "东京和纽约现在几点" is two get_time calls; "北京和上海的天气" two get_weather calls; a query that
+    names no place gets one call for the user's preferred city or zone (or the tool's default
+    zone for the time). This is the public entry for adding the calls a model's plan missed.
+    """
+    if find_places is None:
+        from saber.tools.builtin.mentions import place_mentions as find_places
+    from saber.tools.builtin.mentions import is_zone_form
+
+    prefs = dict(preferences or {})
+    warnings = warnings if warnings is not None else []
+    places = find_places(query)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    if kw.TIME.search(query) and "get_time" in tools:
+        param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location"))
+        if param is None:
+            calls.append(("get_time", {}))
+        elif places:
+            calls += [("get_time", {param: place}) for place in places]
+        else:
+            calls.append(("get_time", _time_params(tools["get_time"], None, prefs)))
+    if kw.WEATHER.search(query) and "get_weather" in tools:
+        weather = tools["get_weather"]
+        param = _place_param(weather, ("city", "location")) or "city"
+        cities = [p for p in places if not is_zone_form(p)]
+        if cities:
+            calls += [("get_weather", {param: city}) for city in cities]
+        else:
+            params = fill_from_preferences(weather, {}, prefs)
+            if param in params or param not in weather.schema.get("required", []):
+                calls.append(("get_weather", params))
+            else:
+                warnings.append("get_weather skipped: no city in the query and no preferred city")
+    return calls
+
+
+def _place_param(tool: Tool, names: tuple[str, ...]) -> str | None:
+    props = tool.schema.get("properties", {})
+    return next((p for p in names if p in props), None)
 
 
 def _time_params(tool: Tool, city: str | None, prefs: Mapping[str, Any]) -> dict[str, Any]:

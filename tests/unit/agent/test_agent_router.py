@@ -28,8 +28,8 @@ TOOLS = ["get_time", "get_weather", "search_web", "rag_search", "write_document"
         ("快速排序的时间复杂度是什么", "chat", "default:chat"),
         ("what is the time complexity of quicksort", "chat", "default:chat"),
         ("研究表明喝茶有益吗", "chat", "default:chat"),
-        ("你好", "chat", "default:chat"),
-        ("Tell me a joke", "chat", "default:chat"),
+        ("你好", "chat", "keywords:chat(small talk)"),
+        ("Tell me a joke", "chat", "keywords:chat(small talk)"),
         ("sometimes I wonder", "chat", "default:chat"),
     ],
 )

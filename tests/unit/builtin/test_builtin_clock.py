@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from saber.tools import Tool, ToolArgumentError
-from saber.tools.builtin import make_time_tool
+import httpx
+
+from saber.tools import Tool, ToolArgumentError, ToolError
+from saber.tools.builtin import PlaceResolver, make_time_tool
 
 MONDAY_NOON_UTC = datetime(2024, 1, 15, 12, 0, 0, tzinfo=UTC)  # a Monday, northern winter
 JULY_UTC = datetime(2024, 7, 4, 3, 30, 15, tzinfo=UTC)  # a Thursday, northern summer
@@ -82,12 +84,26 @@ async def test_naive_clock_is_read_as_utc() -> None:
     assert "2024-01-15T21:00:00+09:00" in text
 
 
+def nothing_found() -> PlaceResolver:
+    """A geocoder that knows no place (Open-Meteo omits "results" then)."""
+    return PlaceResolver(geocoding_url="http://geo.test/v1/search",
+                         transport=httpx.MockTransport(lambda request: httpx.Response(200, json={"generationtime_ms": 0.1})))
+
+
 @pytest.mark.parametrize("bad", ["Mars/Olympus_Mons", "Atlantis", "UTC+15", "../../etc/passwd", "东十五区"])
 async def test_unknown_zone_is_a_named_argument_error(bad: str) -> None:
     with pytest.raises(ToolArgumentError) as info:
-        await at(MONDAY_NOON_UTC).run({"timezone": bad})
+        await make_time_tool(clock=lambda: MONDAY_NOON_UTC, resolver=nothing_found()).run({"timezone": bad})
     assert not info.value.retryable
     assert bad in info.value.message
+
+
+async def test_a_place_the_geocoder_cannot_be_asked_about_is_an_error_never_the_default() -> None:
+    down = PlaceResolver(geocoding_url="http://geo.test/v1/search",
+                         transport=httpx.MockTransport(lambda request: httpx.Response(503, json={"reason": "down"})))
+    with pytest.raises(ToolError) as info:
+        await make_time_tool(clock=lambda: MONDAY_NOON_UTC, resolver=down).run({"timezone": "Reykjavik"})
+    assert "Reykjavik" in info.value.message and "Asia/Shanghai" not in info.value.message
 
 
 def test_bad_default_fails_at_construction() -> None:

@@ -1,4 +1,8 @@
-"""rag: retrieve from the knowledge base and answer grounded in the passages, with citations."""
+"""rag: retrieve from the knowledge base and answer grounded in the passages, with citations.
+
+Only passages whose relevance reaches the calibrated threshold (``saber.agent.relevance``) are used;
+when none does, the answer says so in the user's language instead of quoting unrelated text.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,19 @@ import asyncio
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
 from saber.agent.prompts import RAG_ANSWER
+from saber.agent.relevance import gate_for
+from saber.agent.render import nothing_relevant
 from saber.events import RagResult, Token
-from saber.rag.engine import format_passages
+from saber.rag.documents import Hit
+from saber.rag.engine import RagEngine, format_passages
+
+
+def _relevant_search(engine: RagEngine, query: str, min_relevance: float | None) -> tuple[list[Hit], list[Hit], str]:
+    """(all hits, the relevant ones, the evidence in words) — blocking, run in a thread."""
+    gate = gate_for(engine, min_relevance)
+    hits = engine.search(query, 5)
+    relevant = gate.relevant_hits(query, hits)
+    return hits, relevant, gate.evidence(query).describe() if not relevant else ""
 
 
 async def run_rag(turn: Turn) -> str:
@@ -17,11 +32,16 @@ async def run_rag(turn: Turn) -> str:
         text = "知识库是空的：请先上传文档。" if turn.lang == "zh" else "The knowledge base is empty: upload documents first."
         await turn.emit(Token(content=text))
         return text
-    hits = await asyncio.to_thread(engine.search, turn.query, 5)
-    await turn.emit(RagResult(query=turn.query, hits=[h.to_event() for h in hits]))
+    hits, relevant, evidence = await asyncio.to_thread(_relevant_search, engine, turn.query,
+                                                      turn.services.settings.rag_min_relevance)
+    await turn.emit(RagResult(query=turn.query, hits=[h.to_event() for h in relevant]))
+    if not relevant:
+        text = nothing_relevant(turn.query, turn.lang, evidence)
+        await turn.emit(Token(content=text))
+        return text
     sections: list[str] = []
     blocks: list[str] = []
-    for h in hits:
+    for h in relevant:
         if h.context not in sections:
             sections.append(h.context)
             blocks.append(f"[{len(sections)}] {h.title} ({h.source})\n{h.context}")
@@ -29,5 +49,5 @@ async def run_rag(turn: Turn) -> str:
         prompt = "资料：\n" + "\n\n".join(blocks) + f"\n\n问题：{turn.query}"
     else:
         prompt = "Passages:\n" + "\n\n".join(blocks) + f"\n\nQuestion: {turn.query}"
-    extractive = format_passages(turn.query, hits)
+    extractive = format_passages(turn.query, relevant)
     return await stream_answer(turn, turn.messages(RAG_ANSWER, prompt, with_history=False), fallback=extractive, where="rag")

@@ -130,7 +130,9 @@ async def answer_from_run(turn: Turn, run: RunResult) -> str:
     else:
         prompt = f"The user's question: {turn.query}\n\nSteps run and their results:\n{observations(run, turn.lang)}"
     return await stream_answer(turn, turn.messages(GENERATE, prompt, with_history=False),
-                               fallback=rule_answer(run, turn.lang), where="generator")
+                               fallback=rule_answer(run, turn.lang, query=turn.query, preferences=turn.preferences,
+                                                    default_timezone=turn.services.settings.default_timezone),
+                               where="generator")
 
 
 async def task_meta(turn: Turn) -> dict[str, Any]:

@@ -7,8 +7,9 @@ from saber.agent.generate import stream_answer
 from saber.agent.grounded_call import ground_tool_call
 from saber.agent.modes.chat import run_chat
 from saber.agent.observations import as_text
+from saber.agent.render import ask_for_city, render_nodes
 from saber.agent.prompts import TOOL_ANSWER
-from saber.events import Event, EventHandler, GraphReady, NodeDone, NodeStart, Step, ToolCallEvent
+from saber.events import Event, EventHandler, GraphReady, NodeDone, NodeStart, Step, Token, ToolCallEvent
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
 from saber.planner import rule_plan
@@ -23,7 +24,6 @@ def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
     plan = rule_plan(turn.query, {tool_name: tool}, preferences=turn.preferences)
     nodes = [n for n in plan.nodes if n.tool == tool_name]
     return nodes[0] if len(nodes) == 1 else None
-
 
 
 _RUNTIME_BOOKKEEPING = (GraphReady, NodeStart, NodeDone, Step)
@@ -56,8 +56,16 @@ async def run_tool(turn: Turn, node: Node) -> str:
     result_text = as_text(done.result) if ok else f"ERROR: {done.error}"
     if turn.lang == "zh":
         prompt = f"用户问：{turn.query}\n工具 {node.tool} 返回结果：{result_text}\n请根据结果自然地回答用户。"
-        fallback = f"{node.tool} 的结果：{result_text}" if ok else f"{node.tool} 调用失败：{done.error}"
     else:
         prompt = f"The user asked: {turn.query}\nTool {node.tool} returned: {result_text}\nAnswer the user from this result."
-        fallback = f"{node.tool} returned: {result_text}" if ok else f"{node.tool} failed: {done.error}"
+    fallback = render_nodes([done], turn.lang, query=turn.query, preferences=turn.preferences,
+                            default_timezone=turn.services.settings.default_timezone)
     return await stream_answer(turn, turn.messages(TOOL_ANSWER, prompt, with_history=False), fallback=fallback, where="tool")
+
+
+async def ask_for_arguments(turn: Turn, tools: list[str]) -> str:
+    """Tool mode without the arguments it needs (the weather of no named place, none preferred): ask."""
+    text = ask_for_city(turn.lang) if "get_weather" in tools else (
+        "请补充这个请求需要的信息。" if turn.lang == "zh" else "Please add the details this request needs.")
+    await turn.emit(Token(content=text))
+    return text

@@ -4,6 +4,7 @@ the agent fails and says why."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any, ClassVar
@@ -20,18 +21,36 @@ from saber.llm.base import ModelError
 from saber.tools.errors import ToolError
 
 SOURCES = ("rag_search", "search_web")
-_FILLER = re.compile(
-    r"帮我|请|调研一下|调研|研究一下|研究|写成报告|写一份报告|写报告|生成报告|并?保存|保存到?知识库|落库|一下|"
-    r"\b(?:please|research|investigate|write (?:a|up a) report(?: on)?|and save(?: it)?|save it|report on)\b",
+_LEAD = re.compile(
+    r"^(?:请|帮我|麻烦|能否|可以)?\s*(?:调研一下|调研|研究一下|研究|了解一下|写一份|写一篇|写个|写|生成一份|生成|起草|整理一份|整理|"
+    r"please|could you|can you|research|investigate|look into|write(?: up)?|draft|generate|create|produce|prepare)\s*"
+    r"(?:(?:a|an|the)?\s*(?:short\s+|brief\s+|detailed\s+)?(?:report|document|proposal|write-up|summary)\s*)?"
+    r"(?:关于|有关|about|on|into|regarding)?\s*",
     re.IGNORECASE,
 )
+_TAIL = re.compile(
+    r"(?:[，,。;；]|\s)*(?:并且?|然后|再|最后)?\s*(?:写成|写一份|写个|生成|保存|整理成|总结|落库|存档|写入|做成|出一份).*$"
+    r"|(?:[，,。;；]|\s)*(?:and(?: then)?|then)?\s*\b(?:summari[sz]e|write|save|draft|generate|create|produce|store|put)\b.*$"
+    r"|(?:[，,。;；]|\s)*(?:并且?|然后|and|then)\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_TRAIL = re.compile(r"(?:的)?(?:调研)?(?:报告|文档|方案|白皮书)$|\s+(?:report|document|proposal)$", re.IGNORECASE)
 
 
 def topic_of(goal: str) -> str:
-    """The subject of a request, with instruction words removed ("帮我调研一下 K8s service 的几种类型" → "K8s service 的几种类型")."""
-    topic = _FILLER.sub(" ", goal)
-    topic = re.sub(r"[，,。.!！?？]+", " ", topic)
-    return re.sub(r"\s+", " ", topic).strip(" 的") or goal.strip()
+    """The subject of a request, without the instructions around it ("调研一下量子计算的最新进展并写成报告"
+    → "量子计算的最新进展", "Research the Rust language and write a report" → "the Rust language")."""
+    text = " ".join(goal.split()).strip(" 。.!！?？")
+    for _ in range(3):  # "请帮我调研一下…": several leading instruction words
+        stripped = _LEAD.sub("", text, count=1)
+        if stripped == text:
+            break
+        text = stripped
+    tail = _TAIL.search(text)
+    if tail is not None and tail.start() > 0:  # "总结方法论" is a topic, not an instruction
+        text = text[: tail.start()].strip(" ，,。.")
+    text = _TRAIL.sub("", text).strip(" ，,。.的")
+    return text or goal.strip()
 
 
 def rule_queries(goal: str) -> list[str]:
@@ -55,8 +74,9 @@ class ResearchAgent(SubAgentBase):
         goal = task.goal or turn.query
         queries = await self.queries(turn, goal)
         findings, failures = await self.search(turn, task, queries, sources)
-        if not findings:
-            raise ToolError("research_agent found nothing: " + "; ".join(failures), retryable=False)
+        if not findings:  # each distinct reason once, not once per query
+            reasons = dict.fromkeys(f.split(": ", 1)[-1] for f in failures)
+            raise ToolError(f"research_agent found nothing for {topic_of(goal)!r}: " + "; ".join(reasons), retryable=False)
         result: dict[str, Any] = {"goal": goal, "queries": queries, "findings": findings, "failures": failures}
         if turn.has_model:
             try:
@@ -84,10 +104,22 @@ class ResearchAgent(SubAgentBase):
         return rule_queries(goal)
 
     async def search(self, turn: Turn, task: SubAgentTask, queries: list[str], sources: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+        """Each query raced over the sources; the knowledge base only for queries it has relevant passages for."""
+        failures: list[str] = []
+        plan: list[tuple[int, str, list[str]]] = []
+        for i, q in enumerate(queries, start=1):
+            usable = list(sources)
+            if "rag_search" in usable and not await self._knowledge_relevant(turn, q):
+                usable.remove("rag_search")
+                failures.append(f"{q!r}: rag_search: nothing relevant in the knowledge base")
+            if usable:
+                plan.append((i, q, usable))
         nodes = [
-            Node(id=f"q{i}_{source}", tool=source, params={"query": q}, race_group=f"q{i}" if len(sources) > 1 else None)
-            for i, q in enumerate(queries, start=1) for source in sources
+            Node(id=f"q{i}_{source}", tool=source, params={"query": q}, race_group=f"q{i}" if len(usable) > 1 else None)
+            for i, q, usable in plan for source in usable
         ]
+        if not nodes:
+            return [], failures
 
         async def forward(event: Event) -> None:
             if event.type == "rag_result":
@@ -96,9 +128,8 @@ class ResearchAgent(SubAgentBase):
         config = turn.services.graph_config(max_replan=0)
         run = await GraphRuntime(nodes, turn.tools, config, forward, task_id=f"{task.task_id}:{task.node_id}").run()
         findings: list[dict[str, Any]] = []
-        failures: list[str] = []
-        for i, q in enumerate(queries, start=1):
-            group = [run.nodes[f"q{i}_{s}"] for s in sources]
+        for i, q, usable in plan:
+            group = [run.nodes[f"q{i}_{s}"] for s in usable]
             winner = next((n for n in group if n.status is NodeStatus.DONE), None)
             if winner is not None:
                 findings.append({"query": q, "source": winner.tool, "content": winner.result})
@@ -106,6 +137,20 @@ class ResearchAgent(SubAgentBase):
             else:
                 failures.append(f"{q!r}: " + ", ".join(f"{n.tool} {n.status.value} ({n.error})" for n in group))
         return findings, failures
+
+
+    @staticmethod
+    async def _knowledge_relevant(turn: Turn, query: str) -> bool:
+        """Whether the knowledge base has a passage relevant to ``query`` (so its findings are not
+        unrelated text that merely ranked first)."""
+        engine = turn.services.knowledge
+        if engine is None or not turn.services.knowledge_loaded():
+            return False
+        from saber.agent.relevance import gate_for
+
+        gate = gate_for(engine, turn.services.settings.rag_min_relevance)
+        evidence = await asyncio.to_thread(gate.evidence, query)
+        return evidence.relevant
 
 
 _QUERY_PROMPT = (

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from saber.tools.base import Tool
 from saber.tools.builtin.cities import CITIES, City, city_names, find_city, lookup_city
 from saber.tools.builtin.clock import make_time_tool, resolve_timezone
+from saber.tools.builtin.places import Place, PlaceResolver, UnknownPlaceError
 from saber.tools.builtin.search import make_search_tool
 from saber.tools.builtin.weather import make_weather_tool
 
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CITIES",
     "City",
+    "Place",
+    "PlaceResolver",
+    "UnknownPlaceError",
     "builtin_tools",
     "city_names",
     "find_city",
@@ -29,13 +33,18 @@ __all__ = [
 
 
 def builtin_tools(settings: Settings) -> list[Tool]:
-    """``get_time``, ``get_weather`` and ``search_web`` configured from ``settings``."""
+    """``get_time``, ``get_weather`` and ``search_web`` configured from ``settings``.
+
+    The time and weather tools share one place resolver (and its cache), which geocodes through
+    ``weather_geocoding_url``."""
+    resolver = PlaceResolver(geocoding_url=settings.weather_geocoding_url, timeout=settings.tool_timeout)
     return [
-        make_time_tool(default_timezone=settings.default_timezone),
+        make_time_tool(default_timezone=settings.default_timezone, resolver=resolver),
         make_weather_tool(
             geocoding_url=settings.weather_geocoding_url,
             forecast_url=settings.weather_forecast_url,
             timeout=settings.tool_timeout,
+            resolver=resolver,
         ),
         make_search_tool(
             settings.search_backend,

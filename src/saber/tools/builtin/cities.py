@@ -6,7 +6,6 @@ geocoding round trip for the weather, and by the agent to pull a city out of a q
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
@@ -196,8 +195,22 @@ _NOT_CITIES = (
 )
 
 
+SCAN_LIMIT = 8192
+"""Characters of free text searched for place names. A place a request is about is named in its
+first sentences; scanning a pasted megabyte for city names would only find accidents (and cost
+time on the event loop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    by_name: dict[str, City]
+    skip: frozenset[str]
+    lengths: dict[str, tuple[int, ...]]
+    """First character of a name → the lengths of the names starting with it, longest first."""
+
+
 @cache
-def _index() -> tuple[dict[str, City], re.Pattern[str]]:
+def _index() -> _Index:
     by_name: dict[str, City] = {}
     for city in CITIES:
         for name in city.all_names:
@@ -205,13 +218,47 @@ def _index() -> tuple[dict[str, City], re.Pattern[str]]:
             if key in by_name and by_name[key] is not city:
                 raise ValueError(f"city name {name!r} is used by {by_name[key].name} and {city.name}")
             by_name[key] = city
-    # Longest names first, so at any position "new york city" wins over "new york"; Latin names
-    # must stand as whole words ("Rio" is not in "Rioja"), Chinese names need no boundaries.
-    alternatives = []
-    for key in sorted({*by_name, *_NOT_CITIES}, key=len, reverse=True):
-        escaped = re.escape(key)
-        alternatives.append(rf"(?<![a-z0-9])(?:{escaped})(?![a-z0-9])" if _is_latin(key) else escaped)
-    return by_name, re.compile("|".join(alternatives))
+    lengths: dict[str, set[int]] = {}
+    for key in {*by_name, *_NOT_CITIES}:
+        lengths.setdefault(key[0], set()).add(len(key))
+    return _Index(by_name=by_name, skip=frozenset(_NOT_CITIES),
+                  lengths={ch: tuple(sorted(ls, reverse=True)) for ch, ls in lengths.items()})
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+def city_mentions(text: str, *, limit: int = 16) -> list[tuple[int, int, City]]:
+    """Every known city named in ``text`` as (start, end, city), in order, at most ``limit``.
+
+    Linear: one pass over the first ``SCAN_LIMIT`` characters, trying at each position only the
+    name lengths that start with its character. At one position the longest name wins; Latin
+    names stand as whole words ("Rio" is not in "Rioja"), Chinese names need no boundaries; words
+    that contain a city's name without meaning it ("罗马尼亚", "完成") are consumed and skipped.
+    Offsets are into the folded text, which has the same length as ``text`` for the scripts the
+    table uses.
+    """
+    index = _index()
+    folded = _fold(text[:SCAN_LIMIT])
+    out: list[tuple[int, int, City]] = []
+    i, n = 0, len(folded)
+    while i < n and len(out) < limit:
+        ch = folded[i]
+        hit = 0
+        if ch in index.lengths and not (_word_char(ch) and i > 0 and _word_char(folded[i - 1])):
+            for length in index.lengths[ch]:
+                key = folded[i:i + length]
+                if len(key) != length or (key not in index.by_name and key not in index.skip):
+                    continue
+                if _is_latin(key) and i + length < n and _word_char(folded[i + length]):
+                    continue
+                hit = length
+                if key in index.by_name and key not in index.skip:
+                    out.append((i, i + length, index.by_name[key]))
+                break
+        i += hit or 1
+    return out
 
 
 _SUFFIXES = ("市", " city")
@@ -220,7 +267,7 @@ _SUFFIXES = ("市", " city")
 def lookup_city(name: str) -> City | None:
     """The city whose name (or alias) is exactly ``name``, ignoring case, accents and a trailing
     "市" / "city"; None when it is not in the table."""
-    by_name, _ = _index()
+    by_name = _index().by_name
     folded = _fold(name).strip()
     if folded in by_name:  # before trimming: "Washington, D.C." ends with a dot
         return by_name[folded]
@@ -237,16 +284,10 @@ def find_city(text: str) -> City | None:
     """The first known city mentioned in free text ("北京天气怎么样", "time in new york?").
 
     Leftmost mention wins; at one position the longest name wins. English names match whole
-    words only, case-insensitively.
+    words only, case-insensitively. Linear in the text and bounded (see ``city_mentions``).
     """
-    if not text:
-        return None
-    by_name, pattern = _index()
-    for match in pattern.finditer(_fold(text)):
-        city = by_name.get(match.group(0))
-        if city is not None:
-            return city
-    return None
+    found = city_mentions(text, limit=1) if text else []
+    return found[0][2] if found else None
 
 
 def city_names() -> list[str]:

@@ -1,6 +1,7 @@
 """``get_weather``: current weather from Open-Meteo (geocoding, then the forecast API; no key).
 
-Known cities (see ``cities``) skip the geocoding round trip, which also maps Chinese names.
+Places are resolved by ``places.PlaceResolver``: known cities (see ``cities``) skip the geocoding
+round trip, which also maps Chinese names; the rest are geocoded (and cached).
 Every failure is a ToolError: unreachable service, timeout and 5xx are retryable, 4xx and an
 unknown city are not. Nothing is ever made up.
 """
@@ -14,10 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from saber.tools.base import Tool, tool
 from saber.tools.builtin._http import make_client, request_json
-from saber.tools.builtin.cities import City, find_city, lookup_city
+from saber.tools.builtin.places import DEFAULT_GEOCODING_URL, Place, PlaceResolver, UnknownPlaceError
 from saber.tools.errors import ToolArgumentError, ToolError
 
-DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 DEFAULT_FORECAST_URL = "https://api.open-meteo.com/v1/forecast"
 CURRENT_FIELDS = "temperature_2m,relative_humidity_2m,apparent_temperature,weather_code,wind_speed_10m"
 _SERVICE = "weather service (Open-Meteo)"
@@ -43,28 +43,6 @@ def describe_weather_code(code: int | None) -> str:
     return WMO_CODES.get(code, f"weather code {code}")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Place:
-    label: str
-    """How the answer names the place ("Beijing (北京), China")."""
-    latitude: float
-    longitude: float
-
-
-# -- the services' JSON, validated at the edge ---------------------------------------------------
-
-class _GeoResult(BaseModel):
-    name: str
-    latitude: float
-    longitude: float
-    country: str | None = None
-    admin1: str | None = None
-
-
-class _GeoResponse(BaseModel):
-    results: list[_GeoResult] = []
-
-
 class _Current(BaseModel):
     time: str | None = None
     temperature_2m: float | None = None
@@ -78,15 +56,6 @@ class _Forecast(BaseModel):
     current: _Current
     current_units: dict[str, str] = {}
     timezone: str | None = None
-
-
-def _place_of(city: City) -> Place:
-    name = f"{city.name} ({city.name_zh})" if city.name_zh else city.name
-    return Place(label=f"{name}, {city.country}", latitude=city.latitude, longitude=city.longitude)
-
-
-def _has_cjk(text: str) -> bool:
-    return any("\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for ch in text)
 
 
 def _num(value: float) -> str:
@@ -119,23 +88,10 @@ def make_weather_tool(
     forecast_url: str = DEFAULT_FORECAST_URL,
     timeout: float = 10.0,
     transport: httpx.AsyncBaseTransport | None = None,
+    resolver: PlaceResolver | None = None,
 ) -> Tool:
     """The ``get_weather`` tool against Open-Meteo at the given URLs (tests point them at a fake)."""
-
-    async def geocode(client: httpx.AsyncClient, name: str) -> Place | None:
-        body = await request_json(
-            client, "GET", geocoding_url, service=_SERVICE, budget=timeout,
-            params={"name": name, "count": 1, "language": "zh" if _has_cjk(name) else "en", "format": "json"},
-        )
-        try:
-            results = _GeoResponse.model_validate(body).results
-        except ValidationError as exc:
-            raise ToolError(f"the {_SERVICE} geocoding answer has an unexpected shape: {_first_error(exc)}") from None
-        if not results:
-            return None
-        hit = results[0]
-        label = ", ".join(dict.fromkeys(p for p in (hit.name, hit.admin1, hit.country) if p))
-        return Place(label=label, latitude=hit.latitude, longitude=hit.longitude)
+    places = resolver or PlaceResolver(geocoding_url=geocoding_url, timeout=timeout, transport=transport)
 
     async def current(client: httpx.AsyncClient, place: Place) -> _Forecast:
         body = await request_json(
@@ -153,19 +109,16 @@ def make_weather_tool(
         """Current weather (conditions, temperature, humidity, wind) for a city, from Open-Meteo.
 
         Args:
-            city: City name in English or Chinese, e.g. "Beijing", "北京", "New York".
+            city: City or place name in English or Chinese, e.g. "Beijing", "北京", "New York", "Boulder, Colorado".
         """
         name = " ".join(city.split())
         if not name:
             raise ToolArgumentError("get_weather: city: must not be empty", tool="get_weather")
+        try:
+            place = await places.resolve(name, zones=False)
+        except UnknownPlaceError as exc:
+            raise UnknownPlaceError(exc.place, str(exc).split(": ", 1)[-1], tool="get_weather") from None
         async with make_client(timeout, transport) as client:
-            known = lookup_city(name)
-            place = _place_of(known) if known else await geocode(client, name)
-            if place is None:  # "北京市朝阳区", "weather in Paris": a known city inside the text
-                mentioned = find_city(name)
-                place = _place_of(mentioned) if mentioned else None
-            if place is None:
-                raise ToolError(f"get_weather: unknown city {name!r}: no place by that name was found", retryable=False)
             return format_weather(place, await current(client, place))
 
     return get_weather

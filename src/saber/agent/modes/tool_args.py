@@ -1,0 +1,90 @@
+"""The arguments of tool mode's one call: the model's when there is one, the rules' otherwise.
+
+With a model configured, the model is asked for the call: native function calling first (the
+tool's JSON Schema sent as ``tools``); when the endpoint has no function calling (it rejects
+``tools``, or answers in text), a JSON-in-prompt request. The arguments are validated by the
+tool's own schema. The keyword rules are used only when the model fails (an error, no call, or
+arguments the tool rejects): they are the no-model path, not the default.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from saber.agent.context import Turn
+from saber.agent.modes.tool import pick_tool_call
+from saber.events import Error
+from saber.graph.node import Node
+from saber.llm.base import ModelError
+from saber.llm.text_tool_calls import extract_text_tool_calls, loads_lenient
+from saber.llm.types import Message
+from saber.tools.base import Tool
+from saber.tools.errors import ToolError
+
+_NATIVE = (
+    "Call the tool {name} once with the arguments the user's request gives. Use places, names and values exactly "
+    "as the user wrote them; do not substitute a default for something the user named. If the request does not "
+    "give a required argument, answer with text asking for it instead of calling the tool."
+)
+_JSON = (
+    "You choose the arguments of the tool {name}: {description}\nIts JSON Schema: {schema}\n"
+    "Answer with one JSON object holding the arguments, nothing else. Use places, names and values exactly as the "
+    "user wrote them. If the request does not give a required argument, answer {{}}."
+)
+
+
+async def choose_tool_call(turn: Turn, tool_name: str) -> Node | None:
+    """The call tool mode makes of ``tool_name`` (None when neither the model nor the rules can fill it)."""
+    if turn.has_model and tool_name in turn.tools:
+        args = await model_arguments(turn, turn.tools[tool_name])
+        if args is not None:
+            return Node(id="n1", tool=tool_name, params=args)
+    return pick_tool_call(turn, tool_name)
+
+
+async def model_arguments(turn: Turn, tool: Tool) -> dict[str, Any] | None:
+    """Validated arguments from the model, or None (after an ``error`` event saying why) when it fails."""
+    try:
+        raw = await _native(turn, tool)
+    except ModelError as exc:  # an endpoint without function calling rejects ``tools``
+        await turn.emit(Error(message=f"tool arguments: native function calling failed ({exc}); trying a JSON prompt",
+                              where="tool"))
+        raw = None
+    try:
+        if raw is None:
+            raw = await _json_prompt(turn, tool)
+        if raw is None:
+            return None
+        return tool.validate(raw)
+    except (ModelError, ToolError) as exc:
+        await turn.emit(Error(message=f"tool arguments from the model unusable ({exc}); using the rules", where="tool"))
+        return None
+
+
+async def _native(turn: Turn, tool: Tool) -> dict[str, Any] | None:
+    messages = [Message.system(_NATIVE.format(name=tool.name)), Message.user(turn.query)]
+    completion = await turn.model.complete(messages, tools=[tool], temperature=0)
+    turn.add_usage(completion.usage)
+    calls = [c for c in completion.tool_calls if c.name == tool.name]
+    if not calls and completion.text:
+        found = extract_text_tool_calls(completion.text)
+        calls = [c for c in (found.calls if found else ()) if c.name == tool.name]
+    if calls:
+        return dict(calls[0].arguments)
+    return _object(completion.text) if completion.text.lstrip().startswith("{") else None
+
+
+async def _json_prompt(turn: Turn, tool: Tool) -> dict[str, Any] | None:
+    system = _JSON.format(name=tool.name, description=tool.description,
+                          schema=json.dumps(tool.schema, ensure_ascii=False))
+    completion = await turn.model.complete([Message.system(system), Message.user(turn.query)], temperature=0)
+    turn.add_usage(completion.usage)
+    return _object(completion.text)
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    value, _ = loads_lenient(text.strip().removeprefix("```json").removeprefix("```").removesuffix("```"))
+    if isinstance(value, dict) and value:
+        return value
+    return None

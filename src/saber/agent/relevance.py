@@ -1,0 +1,132 @@
+"""Is anything in the knowledge base relevant to a query? A calibrated answer, for routing and rag.
+
+A raw cosine similarity means little on its own: multilingual-e5 scores unrelated sentences around
+0.8, other embedders elsewhere. So a passage's *relevance* is its cosine to the query minus the
+query's baseline (the mean of its three highest similarities to neutral sentences: greetings,
+thanks, small requests), and the *threshold* is calibrated for the configured embedder and the
+documents actually stored: the mean plus three standard deviations of the relevance that off-topic
+probe questions (in Chinese and English) reach against this knowledge base. It is recomputed when
+the knowledge base changes; ``rag_min_relevance`` in the settings overrides it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from saber.rag.documents import Hit
+from saber.rag.engine import RagEngine
+
+NEUTRAL = (
+    "hello", "thanks", "ok", "tell me something", "what time is it", "the weather today",
+    "你好", "谢谢", "好的", "随便聊聊", "现在几点", "今天天气怎么样",
+)
+PROBES = (
+    "What is the tallest mountain in Africa?", "How do I bake sourdough bread?", "Who won the football world cup in 1998?",
+    "What is the speed of light?", "Give me tips for learning the guitar", "what's a good name for a cat",
+    "写一首关于大海的诗", "中国最长的河流是哪条？", "怎么做红烧肉？", "介绍一下唐朝的历史", "如何提高睡眠质量？", "世界上人口最多的国家",
+)
+"""Off-topic questions: what an irrelevant query scores against this knowledge base."""
+MIN_THRESHOLD = 0.02
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KnowledgeEvidence:
+    """The best passage's relevance to a query against the threshold: why rag was (not) chosen."""
+
+    best: float
+    threshold: float
+    title: str | None = None
+    calibrated: bool = True
+    """False when the threshold came from the settings rather than calibration."""
+
+    @property
+    def relevant(self) -> bool:
+        return self.best >= self.threshold
+
+    def to_dict(self) -> dict[str, object]:
+        return {"best": round(self.best, 4), "threshold": round(self.threshold, 4), "relevant": self.relevant,
+                "title": self.title, "calibrated": self.calibrated}
+
+    def describe(self) -> str:
+        return f"best {self.best:.3f} {'≥' if self.relevant else '<'} threshold {self.threshold:.3f}"
+
+
+class RelevanceGate:
+    """Scores queries against one engine's knowledge base. Blocking (embeds): call it in a thread."""
+
+    def __init__(self, engine: RagEngine, *, min_relevance: float | None = None) -> None:
+        self.engine = engine
+        self.min_relevance = min_relevance
+        self._lock = threading.Lock()
+        self._neutral: np.ndarray | None = None
+        self._calibrated: tuple[int, float] | None = None
+
+    def _baseline(self, query_vector: np.ndarray) -> float:
+        with self._lock:
+            if self._neutral is None:
+                self._neutral = np.asarray(self.engine.embedder.embed_documents(list(NEUTRAL)), dtype=np.float32)
+            neutral = self._neutral
+        sims = np.sort(neutral @ query_vector)
+        return float(sims[-3:].mean())
+
+    def _best(self, query: str) -> tuple[float, str | None, np.ndarray]:
+        vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
+        hits = self.engine.search(query, 1, mode="vector")
+        if not hits:
+            return float("-inf"), None, vector
+        return hits[0].score - self._baseline(vector), hits[0].title, vector
+
+    def threshold(self) -> tuple[float, bool]:
+        """(threshold, calibrated)."""
+        if self.min_relevance is not None:
+            return self.min_relevance, False
+        revision = self.engine.store.revision()
+        with self._lock:
+            if self._calibrated is not None and self._calibrated[0] == revision:
+                return self._calibrated[1], True
+        scores = [s for s in (self._best(p)[0] for p in PROBES) if s != float("-inf")]
+        value = MIN_THRESHOLD
+        if len(scores) >= 2:
+            value = max(MIN_THRESHOLD, statistics.fmean(scores) + 3 * statistics.pstdev(scores))
+        with self._lock:
+            self._calibrated = (revision, value)
+        return value, True
+
+    def evidence(self, query: str) -> KnowledgeEvidence:
+        threshold, calibrated = self.threshold()
+        best, title, _ = self._best(query)
+        return KnowledgeEvidence(best=best if best != float("-inf") else -1.0, threshold=threshold, title=title,
+                                 calibrated=calibrated)
+
+    def relevant_hits(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+        """The hits whose own relevance reaches the threshold (hits without a cosine are scored here)."""
+        if not hits:
+            return []
+        threshold, _ = self.threshold()
+        vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
+        base = self._baseline(vector)
+        missing = [h for h in hits if "cosine" not in h.details]
+        extra: dict[int, float] = {}
+        if missing:
+            chunk_vectors = self.engine.embedder.embed_documents([h.chunk for h in missing])
+            extra = {h.chunk_id: float(v @ vector) for h, v in zip(missing, chunk_vectors, strict=True)}
+        return [h for h in hits if h.details.get("cosine", extra.get(h.chunk_id, -1.0)) - base >= threshold]
+
+
+_GATES: weakref.WeakKeyDictionary[RagEngine, RelevanceGate] = weakref.WeakKeyDictionary()
+_GATES_LOCK = threading.Lock()
+
+
+def gate_for(engine: RagEngine, min_relevance: float | None = None) -> RelevanceGate:
+    """The engine's gate (one per engine, so its calibration is shared by every request)."""
+    with _GATES_LOCK:
+        gate = _GATES.get(engine)
+        if gate is None or gate.min_relevance != min_relevance:
+            gate = _GATES[engine] = RelevanceGate(engine, min_relevance=min_relevance)
+        return gate
