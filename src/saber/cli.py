@@ -51,6 +51,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _plain_argument_help() -> None:
+    """typer 0.2x prints a Python type after every argument in help ("QUERY <str>", "PATH <list[Path]>");
+    the argument's name and help say it better. Options already show their metavar only."""
+    from typer import core
+
+    argument = getattr(core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None
+
+
+_plain_argument_help()
 app.command("ingest", help="Add files or folders to the knowledge base.")(ingest_command)
 app.add_typer(docs_app, name="docs")
 
@@ -114,11 +127,11 @@ def _check_length(settings: Settings, query: str) -> None:
 
 @app.command()
 def ask(
-    query: Annotated[str, typer.Argument(help="What to ask; - reads it from stdin.", show_default=False)],
-    user: Annotated[str, typer.Option("--user", "-u", help="User id: history, memory and preferences are per user.")] = "cli",
-    mode: Annotated[str | None, typer.Option(help="Force a mode: chat, tool, rag or react.", show_default=False)] = None,
+    query: Annotated[str, typer.Argument(help="What to ask; - reads it from stdin.", show_default=False, metavar="QUERY")],
+    user: Annotated[str, typer.Option("--user", "-u", help="User id: history, memory and preferences are per user.", metavar="ID")] = "cli",
+    mode: Annotated[str | None, typer.Option(help="Force a mode: chat, tool, rag or react.", show_default=False, metavar="MODE")] = None,
     tools: Annotated[str | None, typer.Option(help="Comma-separated tools to allow (e.g. get_time,get_weather).",
-                                              show_default=False)] = None,
+                                              show_default=False, metavar="NAMES")] = None,
     rag: Annotated[bool, typer.Option("--rag", help="Answer from the knowledge base.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
 ) -> None:
@@ -213,7 +226,7 @@ def _steps(task: dict[str, Any]) -> str:
 @app.command()
 def resume(
     task_id: Annotated[str, typer.Argument(help="The task to continue, or a unique prefix of its id (see `saber tasks`).",
-                                           show_default=False)],
+                                           show_default=False, metavar="TASK_ID")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
 ) -> None:
     """Continue a react task from its checkpoint: finished steps are not run again."""

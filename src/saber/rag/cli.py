@@ -65,7 +65,8 @@ def _files(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
 
 
 def ingest_command(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)", show_default=False,
+                                                metavar="PATH")],
 ) -> None:
     """Add files to the knowledge base; unchanged files are skipped, changed ones get a new version."""
     missing = [str(p) for p in paths if not p.exists()]
@@ -158,7 +159,8 @@ def _resolve(engine: RagEngine, prefix: str) -> str:
 
 @docs_app.command("show")
 def docs_show(
-    document_id: Annotated[str, typer.Argument(help="A document id, or any unique prefix of one.", show_default=False)],
+    document_id: Annotated[str, typer.Argument(help="A document id, or any unique prefix of one.", show_default=False,
+                                                  metavar="DOCUMENT_ID")],
 ) -> None:
     """One document's details and text; into a file or a pipe, exactly the stored text."""
 
@@ -179,7 +181,8 @@ def docs_show(
 
 @docs_app.command("rm")
 def docs_rm(
-    document_ids: Annotated[list[str], typer.Argument(help="Document ids, or unique prefixes of them.", show_default=False)],
+    document_ids: Annotated[list[str], typer.Argument(help="Document ids, or unique prefixes of them.", show_default=False,
+                                                        metavar="DOCUMENT_ID")],
 ) -> None:
     """Remove documents, their versions and their chunks."""
 
