@@ -1,109 +1,195 @@
-"""The ``saber`` command: ask, tools, config, ingest, docs.
+"""The ``saber`` command: ask, tasks, resume, tools, config, ingest, docs.
 
 Every error a user can cause (an unknown option, an unreadable or invalid config, a model
-endpoint that refuses) ends in one line on stderr and a non-zero exit, never a traceback.
+endpoint that refuses) ends in one ``saber: error: …`` line on stderr and an exit code, never a
+traceback: 1 failure, 2 usage (bad arguments, settings or input), 130 interrupted.
+
+Startup is kept light: this module imports only typer and the small ``saber.clikit`` helpers;
+the agent, the stores, numpy, jieba, openai and the embedder load inside the command that needs
+them (``tests/unit/core/test_cli_imports.py`` guards this). A command module is registered with
+one line below (``app.command(...)(function)`` or ``app.add_typer(sub_app, name=...)``) and must
+import nothing heavy at module level either.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from saber.agent.memory.store import MemoryStoreError
-from saber.config import ConfigError, Settings, config_path
+from saber.clikit.output import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CLIError,
+    line,
+    out,
+    plain,
+    print_error,
+    print_json,
+    write_raw,
+)
+from saber.clikit.render import JsonRenderer, RichRenderer
 from saber.db.cli import db_app
-from saber.events import Event
 from saber.llm.check_cli import model_app
 from saber.rag.cli import docs_app, ingest_command
-from saber.rag.documents import RagError
 from saber.server.serve import serve_command
-from saber.tools.errors import ToolError
+
+if TYPE_CHECKING:
+    from saber.config import Settings
+    from saber.events import Event
+
+__all__ = ["CLIError", "app", "main"]
 
 T = TypeVar("T")
 
 app = typer.Typer(
     name="saber",
     help="Saber: an agent runtime that lets language models use tools.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
+
+
+def _plain_argument_help() -> None:
+    """typer 0.2x prints a Python type after every argument in help ("QUERY <str>", "PATH <list[Path]>");
+    the argument's name and help say it better. Options already show their metavar only."""
+    from typer import core
+
+    argument = getattr(core, "TyperArgument", None)
+    if argument is not None and hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None
+
+
+_plain_argument_help()
 app.command("ingest", help="Add files or folders to the knowledge base.")(ingest_command)
 app.add_typer(docs_app, name="docs")
 app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
 app.command("serve", help="Run the HTTP API: REST + SSE, and OpenAI-compatible /v1.")(serve_command)
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class Interrupted(Exception):
+    """Ctrl-C: printed as ``saber: interrupted`` (with how to continue a react task), exit 130."""
+
+    def __init__(self, task_id: str | None = None) -> None:
+        super().__init__(task_id or "")
+        self.task_id = task_id
 
 
-class CLIError(Exception):
-    """An error to print in one line before exiting with ``code``."""
+def _version(value: bool) -> None:
+    if value:
+        from saber import __version__
 
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
+        write_raw(f"saber {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_version)] = False,
+) -> None:
+    """Saber: an agent runtime that lets language models use tools."""
+    if ctx.invoked_subcommand is None:  # bare ``saber``: the help, not an empty error
+        write_raw(ctx.get_help())
+        raise typer.Exit(0)
 
 
 def _settings() -> Settings:
+    from saber.config import ConfigError, Settings
+
     try:
         return Settings.load()
     except ConfigError as exc:
-        raise CLIError(str(exc), 2) from None
+        raise CLIError(str(exc), EXIT_USAGE) from None
+
+
+def _read_query(query: str) -> str:
+    """``-`` reads the query from stdin (a file, a heredoc, another command's output)."""
+    if query != "-":
+        return query
+    if sys.stdin is None or sys.stdin.isatty():
+        raise CLIError("`saber ask -` reads the query from stdin, but stdin is a terminal: pipe the query in", EXIT_USAGE)
+    try:
+        return sys.stdin.read().strip()
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"stdin is not UTF-8 text: {exc.reason} at byte {exc.start}", EXIT_USAGE) from None
+
+
+def _check_length(settings: Settings, query: str) -> None:
+    """The agent rejects a query over ``max_query_chars`` too; saying so here costs no startup."""
+    limit = getattr(settings, "max_query_chars", None)
+    if isinstance(limit, int) and limit > 0 and len(query) > limit:
+        raise CLIError(f"the query is {len(query):,} characters long; the maximum is {limit:,} (max_query_chars)",
+                       EXIT_USAGE)
 
 
 @app.command()
 def ask(
-    query: Annotated[str, typer.Argument(help="What to ask.")],
-    user: Annotated[str, typer.Option("--user", "-u", help="User id: history, memory and preferences are per user.")] = "cli",
-    mode: Annotated[str | None, typer.Option(help="Force a mode: chat, tool, rag or react.")] = None,
-    tools: Annotated[str | None, typer.Option(help="Comma-separated tools to allow (e.g. get_time,get_weather).")] = None,
+    query: Annotated[str, typer.Argument(help="What to ask; - reads it from stdin.", show_default=False, metavar="QUERY")],
+    user: Annotated[str, typer.Option("--user", "-u", help="User id: history, memory and preferences are per user.", metavar="ID")] = "cli",
+    mode: Annotated[str | None, typer.Option(help="Force a mode: chat, tool, rag or react.", show_default=False, metavar="MODE")] = None,
+    tools: Annotated[str | None, typer.Option(help="Comma-separated tools to allow (e.g. get_time,get_weather).",
+                                              show_default=False, metavar="NAMES")] = None,
     rag: Annotated[bool, typer.Option("--rag", help="Answer from the knowledge base.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
 ) -> None:
     """Ask a question; progress and the answer stream as they come."""
     if mode is not None and mode not in ("chat", "tool", "rag", "react"):
-        raise CLIError(f"unknown mode {mode!r}: use chat, tool, rag or react", 2)
+        raise CLIError(f"unknown mode {mode!r}: use chat, tool, rag or react", EXIT_USAGE)
     selected = [t.strip() for t in tools.split(",") if t.strip()] if tools else None
+    text = _read_query(query)
     settings = _settings()
-    asyncio.run(_ask(settings, query, user=user, mode=mode, selected=selected, use_rag=rag or None, as_json=as_json))
+    _check_length(settings, text)
 
+    async def run() -> None:
+        agent = _agent(settings)
+        await _render(agent, agent.stream(text, user_id=user, mode=mode, selected_tools=selected, use_rag=rag or None),
+                      as_json)
 
-async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected: list[str] | None,
-               use_rag: bool | None, as_json: bool) -> None:
-    agent = _agent(settings)
-    await _render(agent, agent.stream(query, user_id=user, mode=mode, selected_tools=selected, use_rag=use_rag), as_json)
+    asyncio.run(run())
 
 
 async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> None:
-    """Print a request's events; a model error makes the exit code 1, bad input 2."""
-    renderer = _JsonRenderer() if as_json else _RichRenderer()
+    """Print a request's events; a model error makes the exit code 1, bad input 2, Ctrl-C 130."""
+    renderer: JsonRenderer | RichRenderer = JsonRenderer() if as_json else RichRenderer()
     model_errors: list[str] = []
     try:
         async for event in events:
-            renderer.render(event)
+            renderer.render(event.type, event.data, event.to_dict())
             if event.type == "error":
                 model_errors.append(str(event.data["message"]))
-    except (ValueError, ToolError) as exc:
+    except ValueError as exc:
         await agent.aclose()
-        raise CLIError(str(exc), 2) from None
+        raise CLIError(str(exc), EXIT_USAGE) from None
     except asyncio.CancelledError:  # Ctrl-C: leave now, without waiting for background extraction
-        await agent.aclose(grace=0)
+        await asyncio.shield(_close_now(agent))
+        state = renderer.state
+        raise Interrupted(state.task_id if state.resumable else None) from None
+    except Exception as exc:
+        from saber.tools.errors import ToolError
+
+        await agent.aclose()
+        if isinstance(exc, ToolError):
+            raise CLIError(str(exc), EXIT_USAGE) from None
         raise
     await agent.aclose()
     if model_errors:
         raise CLIError(model_errors[0], 1)
+
+
+async def _close_now(agent: Any) -> None:
+    try:
+        await agent.aclose(grace=0)
+    except Exception:  # closing after Ctrl-C must not hide the interruption
+        logging.getLogger(__name__).debug("closing after Ctrl-C failed", exc_info=True)
 
 
 @app.command()
@@ -111,33 +197,60 @@ def tasks(
     all_tasks: Annotated[bool, typer.Option("--all", help="Also list finished tasks.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List checkpointed react tasks; unfinished ones (the process died, or cancelled) can be resumed."""
-    settings = _settings()
+    """List checkpointed react tasks; unfinished ones (interrupted, or cancelled) can be resumed."""
+    from rich.table import Table
 
+    from saber.clikit.ids import shortest_unique
+
+    settings = _settings()
     found: list[dict[str, Any]] = _with_agent(settings, lambda agent: agent.tasks(unfinished=not all_tasks))
+    for t in found:
+        t.setdefault("state", t["status"])
     if as_json:
-        _print_json(found)
+        print_json(found)
         return
     if not found:
-        out.print("no unfinished tasks" if not all_tasks else "no tasks", markup=False)
+        out().print("no unfinished tasks" if not all_tasks else "no tasks", markup=False)
         return
-    table = Table("task", "status", "user", "steps done", "query")
+    short = shortest_unique(t["task_id"] for t in found)
+    table = Table("task", "status", "user", "steps", "query")
+    table.columns[0].no_wrap = True
     for t in found:
-        table.add_row(t["task_id"], t["status"], str(t["user_id"]), f"{t['finished']}/{t['nodes']}", str(t["query"]))
-    out.print(table)
+        table.add_row(plain(short[t["task_id"]]), plain(t["state"]), plain(t["user_id"]), plain(_steps(t)),
+                      plain(t["query"]))
+    out().print(table)
+
+
+def _steps(task: dict[str, Any]) -> str:
+    """"2 done, 1 failed, 1 skipped of 4" (failed and skipped steps are not counted as done)."""
+    if "done" not in task:
+        return f"{task['finished']}/{task['nodes']}"
+    parts = [f"{task['done']} done"] + [f"{task[k]} {k}" for k in ("failed", "skipped") if task.get(k)]
+    return f"{', '.join(parts)} of {task['nodes']}"
 
 
 @app.command()
 def resume(
-    task_id: Annotated[str, typer.Argument(help="The task to continue (see `saber tasks`).")],
+    task_id: Annotated[str, typer.Argument(help="The task to continue, or a unique prefix of its id (see `saber tasks`).",
+                                           show_default=False, metavar="TASK_ID")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
 ) -> None:
     """Continue a react task from its checkpoint: finished steps are not run again."""
+    from saber.clikit.ids import resolve
+
     settings = _settings()
 
     async def run() -> None:
         agent = _agent(settings)
-        await _render(agent, agent.resume(task_id), as_json)
+        known = [t["task_id"] for t in await agent.tasks(unfinished=False)]
+        full = task_id
+        if any(k.startswith(task_id.strip()) for k in known):
+            try:
+                full = resolve(task_id, known, "task")
+            except CLIError:
+                await agent.aclose()
+                raise
+        await _render(agent, agent.resume(full), as_json)  # an unknown id: the agent says why
 
     asyncio.run(run())
 
@@ -145,11 +258,24 @@ def resume(
 def _agent(settings: Settings) -> Any:
     """An Agent, or a one-line error naming what in the settings or the data folder is wrong."""
     from saber.agent import Agent
+    from saber.agent.memory.store import MemoryStoreError
+    from saber.rag.documents import RagError
 
     try:
         return Agent(settings)
-    except (ValueError, OSError, RagError, MemoryStoreError) as exc:
-        raise CLIError(f"cannot start: {exc}", 2) from None
+    except (ValueError, RagError, MemoryStoreError) as exc:
+        raise CLIError(f"cannot start: {exc}", EXIT_USAGE) from None
+    except OSError as exc:
+        raise CLIError(f"cannot start: {_os_error(exc)}", EXIT_USAGE) from None
+
+
+def _os_error(exc: OSError) -> str:
+    """"/a/file: not a folder" rather than ``FileExistsError: [Errno 17] …``."""
+    where = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        reason = "exists and is not a folder (check SABER_HOME)"
+    return f"{where}: {reason}" if where else reason
 
 
 def _with_agent(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
@@ -165,72 +291,11 @@ def _with_agent(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(run())
 
 
-def _print_json(data: Any) -> None:
-    out.print(json.dumps(data, ensure_ascii=False, indent=2), markup=False)
-
-
-class _JsonRenderer:
-    def render(self, event: Event) -> None:
-        out.print(json.dumps(event.to_dict(), ensure_ascii=False, default=str), markup=False)
-
-
-class _RichRenderer:
-    """Progress lines on stderr, the answer on stdout (so ``saber ask ... > answer.txt`` works)."""
-
-    def __init__(self) -> None:
-        self.streaming = False
-
-    def render(self, event: Event) -> None:
-        data = event.data
-        kind = event.type
-        if kind == "token":
-            self.streaming = True
-            out.print(data["content"], end="", markup=False)
-            return
-        if kind == "done":
-            if self.streaming:
-                out.print()
-            extra = f" · {data['usage'].get('total_tokens', 0)} tokens" if data["usage"].get("total_tokens") else ""
-            who = data["model"] or "no language model"
-            err.print(f"[dim]— {data['mode']} · {who}{extra}{' · interrupted' if data['interrupted'] else ''}[/]")
-            return
-        line = _progress_line(kind, data)
-        if line:
-            err.print(line)
-
-
-def _progress_line(kind: str, data: dict[str, Any]) -> str | None:
-    if kind == "route":
-        return f"[cyan]route[/] {data['mode']} [dim]({escape(data['rule'])})[/]"
-    if kind == "plan":
-        steps = ", ".join(f"{n['id']}:{n['tool'] or n['agent']}" for n in data["nodes"]) or "no steps"
-        warn = f" [yellow]({len(data['warnings'])} warning(s))[/]" if data["warnings"] else ""
-        return f"[cyan]plan[/] [dim]{data['source']}/{data['format']}[/] {escape(steps)}{warn}"
-    if kind == "node_start":
-        return f"[blue]▶[/] {data['id']} {data['tool']}" + (f" [dim](attempt {data['attempt']})[/]" if data["attempt"] > 1 else "")
-    if kind == "node_done":
-        colour = {"done": "green", "failed": "red", "skipped": "yellow", "cancelled": "yellow"}.get(data["status"], "white")
-        why = f" [dim]{escape(str(data['error'])[:160])}[/]" if data.get("error") else ""
-        return f"[{colour}]■[/] {data['id']} {data['tool']} {data['status']} [dim]{data['duration_ms']:.0f} ms[/]{why}"
-    if kind == "race_won":
-        return f"[magenta]race[/] {data['race_group']}: {data['winner']} ({data['tool']}) won"
-    if kind == "tool_call":
-        shown = data["tool_result"] if data.get("error") is None else f"error: {data['error']}"
-        return f"[cyan]tool[/] {data['tool_name']}({escape(json.dumps(data['params'], ensure_ascii=False))}) → {escape(str(shown)[:200])}"
-    if kind == "rag_result":
-        return f"[cyan]knowledge base[/] {len(data['hits'])} hit(s) for {escape(data['query'])!r}"
-    if kind == "memory":
-        return f"[dim]memory {data['action']}: {escape(data['content'] or '')} {escape(data['reason'] or '')}[/]"
-    if kind == "error":
-        return f"[red]error[/] [dim]({data['where']})[/] {escape(data['message'])}"
-    if kind == "replan":
-        return f"[cyan]replan[/] +{len(data['added'])} ({escape(data['reason'])})"
-    return None
-
-
 @app.command("tools")
 def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """List the tools the agent can use, with their parameters."""
+    from rich.table import Table
+
     settings = _settings()
 
     async def describe(agent: Any) -> list[dict[str, Any]]:
@@ -238,28 +303,34 @@ def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
 
     described = _with_agent(settings, describe)
     if as_json:
-        _print_json(described)
+        print_json(described)
         return
     table = Table("tool", "parameters", "description", show_lines=False)
     for t in described:
         params = ", ".join(f"{p['name']}({p['type']}{', required' if p['required'] else ''})" for p in t["parameters"]) or "—"
-        table.add_row(t["name"], params, t["description"].splitlines()[0] if t["description"] else "")
-    out.print(table)
+        table.add_row(plain(t["name"]), plain(params), plain(t["description"].splitlines()[0] if t["description"] else ""))
+    out().print(table)
 
 
 @app.command("config")
 def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Show the effective settings (secrets masked) and where they come from."""
+    """Show the effective settings (secrets masked) and where each comes from: default, file or env."""
+    import json
+
+    from saber.clikit.sources import setting_sources
+    from saber.config import config_path
+
     settings = _settings()
     shown = settings.masked()
-    if as_json:
-        out.print(json.dumps({"config_file": str(config_path(settings.home)), "settings": shown}, ensure_ascii=False,
-                             indent=2), markup=False)
-        return
+    sources = setting_sources(settings)
     path = config_path(settings.home)
-    out.print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
+    if as_json:
+        print_json({"config_file": str(path), "config_file_exists": path.is_file(), "settings": shown, "sources": sources})
+        return
+    out().print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
     for key, value in shown.items():
-        out.print(f"{key} = {json.dumps(value, ensure_ascii=False)}", markup=False)
+        out().print(line(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}  ",
+                         (f"({sources.get(key, 'default')})", "dim")))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -271,26 +342,37 @@ def main(argv: Sequence[str] | None = None) -> None:
             sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.TyperException as exc:
-        err.print(f"saber: error: {exc.format_message()}", markup=False)
-        sys.exit(exc.exit_code if exc.exit_code else 2)
-    except typer.Abort:
-        err.print("saber: aborted", markup=False)
-        sys.exit(130)
     except CLIError as exc:
-        err.print(f"saber: error: {exc}", markup=False)
+        print_error(str(exc))
         sys.exit(exc.code)
-    except ConfigError as exc:
-        err.print(f"saber: error: {exc}", markup=False)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        err.print("saber: interrupted", markup=False)
-        sys.exit(130)
-    except Exception as exc:  # a bug, or a failure nothing above names: still one line (SABER_DEBUG=1 for the traceback)
-        if os.environ.get("SABER_DEBUG"):
-            raise
-        err.print(f"saber: error: {type(exc).__name__}: {exc}", markup=False)
-        sys.exit(1)
+    except (Interrupted, KeyboardInterrupt, typer.Abort) as exc:
+        task_id = exc.task_id if isinstance(exc, Interrupted) else None
+        hint = f" — continue with `saber resume {task_id}`" if task_id else ""
+        sys.stderr.write(f"saber: interrupted{hint}\n")
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:
+        sys.exit(_unexpected(exc))
+
+
+def _unexpected(exc: Exception) -> int:
+    """Click's usage errors, a bad config, a broken pipe, or a bug: still one line (SABER_DEBUG=1 for the traceback)."""
+    import click
+
+    from saber.config import ConfigError
+
+    if isinstance(exc, click.ClickException):
+        print_error(exc.format_message())
+        return exc.exit_code if exc.exit_code else EXIT_USAGE
+    if isinstance(exc, ConfigError):
+        print_error(str(exc))
+        return EXIT_USAGE
+    if isinstance(exc, BrokenPipeError):  # ``saber docs list | head``: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    if os.environ.get("SABER_DEBUG"):
+        raise exc
+    print_error(f"{type(exc).__name__}: {exc}")
+    return 1
 
 
 if __name__ == "__main__":

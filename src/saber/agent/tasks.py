@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection
 from typing import Any
 
 from saber.agent.modes.react import TASK_KIND
 from saber.graph.checkpoint import Checkpoint, CheckpointStore
+from saber.graph.checkpoint.base import owner_gone
 
 RESUMABLE = ("running", "answering", "cancelled")
 """running: the process that ran it died; answering: it died (or was cancelled) while writing the
@@ -25,9 +27,20 @@ async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfi
         if (unfinished and saved.status not in RESUMABLE) or (user_id and saved.meta.get("user_id") != user_id):
             continue
         done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
+        counts = {s: sum(1 for n in saved.nodes if n.status.value == s) for s in ("done", "failed", "skipped")}
         out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
-                    "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done})
+                    "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done,
+                    **counts, "state": task_state(saved)})
     return out
+
+
+def task_state(saved: Checkpoint, now: float | None = None) -> str:
+    """The status a user should see: a "running" task whose process died (its lease expired, or
+    its owner is a dead process on this host) is "interrupted", and can be resumed."""
+    if saved.status != "running":
+        return str(saved.status)
+    expired = saved.lease_until is not None and saved.lease_until <= (time.time() if now is None else now)
+    return "interrupted" if expired or owner_gone(saved.owner) else "running"
 
 
 async def check_new_task_id(store: CheckpointStore | None, task_id: str, running: Collection[str]) -> None:

@@ -178,9 +178,13 @@ class RagEngine:
     def _keyword_index(self) -> BM25Index:
         revision = self.store.revision()
         with self._lock:
-            if self._bm25 is None or self._bm25[0] != revision:
+            if self._bm25 is None:
                 ids, docs = self.store.keyword_corpus()
                 self._bm25 = (revision, BM25Index(ids, docs))
+            elif self._bm25[0] != revision:  # a write: apply the difference, do not rebuild
+                ids, docs = self.store.keyword_corpus()
+                self._bm25[1].sync(ids, docs)
+                self._bm25 = (revision, self._bm25[1])
             return self._bm25[1]
 
     def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid") -> list[Hit]:

@@ -1,8 +1,9 @@
 """Keyword search: tokens for Chinese (jieba, search mode) and English (lower-cased words), and BM25.
 
-The index lives in memory and is rebuilt from the tokens the store keeps for each chunk, whenever
-the store's revision changes (so another process's ingest is seen). Building it for 100k chunks
-takes seconds; beyond a few hundred thousand chunks a server-side full-text index would be needed.
+The index lives in memory, built once per process from the tokens the store keeps for each chunk.
+When the store's revision changes (a write from this or another process), only the difference is
+applied: new chunks are indexed, removed ones dropped; nothing is rebuilt. Reading the chunk ids
+and tokens still scales with the corpus; a server-side full-text index would avoid that too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -57,56 +57,137 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Postings:
-    rows: npt.NDArray[np.int64]
-    tf: npt.NDArray[np.float32]
+_State = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.bool_], float]
+"""(chunk ids by row, token counts by row, alive by row, mean length of the alive rows)."""
 
 
 class BM25Index:
-    """Okapi BM25 (k1 = 1.5, b = 0.75) over token lists; scores are unbounded, not percentages."""
+    """Okapi BM25 (k1 = 1.5, b = 0.75) over token lists; scores are unbounded, not percentages.
+
+    Incremental: ``add`` indexes only the new chunks and ``remove`` tombstones rows, so a write
+    does not rebuild the index (``sync`` applies the difference to a store's current chunk ids).
+    Removed rows are compacted away once they are half the index.
+    """
 
     def __init__(self, ids: Sequence[int], docs: Iterable[Sequence[str]], *, k1: float = 1.5, b: float = 0.75) -> None:
-        self.ids = np.asarray(list(ids), dtype=np.int64)
         self.k1, self.b = k1, b
-        lengths: list[int] = []
-        postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-        for row, tokens in enumerate(docs):
-            lengths.append(len(tokens))
-            for term, count in Counter(tokens).items():
-                entry = postings[term]
-                entry[0].append(row)
-                entry[1].append(count)
-        self.lengths = np.asarray(lengths, dtype=np.float32)
-        if len(self.lengths) != len(self.ids):
+        self._row_of: dict[int, int] = {}
+        self._ids: list[int] = []
+        self._lengths: list[float] = []
+        self._alive: list[bool] = []
+        self._postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]] = {}
+        self._dead = 0
+        self._cache: _State | None = None
+        ids = list(ids)
+        docs = list(docs)
+        if len(ids) != len(docs):
             raise ValueError("BM25Index: ids and docs differ in length")
-        self.avg_len = float(self.lengths.mean()) if len(self.lengths) else 0.0
-        self._postings = {
-            term: _Postings(rows=np.asarray(r, dtype=np.int64), tf=np.asarray(t, dtype=np.float32))
-            for term, (r, t) in postings.items()
-        }
+        self.add(ids, docs)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self._ids) - self._dead
+
+    @property
+    def ids(self) -> set[int]:
+        """The chunk ids currently indexed."""
+        return set(self._row_of)
+
+    def add(self, ids: Sequence[int], docs: Iterable[Sequence[str]]) -> None:
+        """Index new chunks (an id already indexed is replaced)."""
+        docs = list(docs)
+        if len(ids) != len(docs):
+            raise ValueError("BM25Index: ids and docs differ in length")
+        self.remove([i for i in ids if i in self._row_of])
+        for chunk_id, tokens in zip(ids, docs, strict=True):
+            row = len(self._ids)
+            self._row_of[int(chunk_id)] = row
+            self._ids.append(int(chunk_id))
+            self._lengths.append(float(len(tokens)))
+            self._alive.append(True)
+            for term, count in Counter(tokens).items():
+                entry = self._postings[term]
+                entry[0].append(row)
+                entry[1].append(count)
+                self._arrays.pop(term, None)
+        self._cache = None
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Drop chunks from the index (unknown ids are ignored)."""
+        for chunk_id in ids:
+            row = self._row_of.pop(int(chunk_id), None)
+            if row is not None:
+                self._alive[row] = False
+                self._lengths[row] = 0.0
+                self._dead += 1
+        self._cache = None
+        if self._dead and self._dead * 2 >= len(self._ids):
+            self._compact()
+
+    def sync(self, ids: Sequence[int], docs: Sequence[Sequence[str]]) -> tuple[int, int]:
+        """Make the index hold exactly ``ids``: add the new ones, remove the gone ones. (added, removed)."""
+        current = set(self._row_of)
+        wanted = set(ids)
+        gone = current - wanted
+        new = [(i, d) for i, d in zip(ids, docs, strict=True) if i not in current]
+        self.remove(gone)
+        self.add([i for i, _ in new], [d for _, d in new])
+        return len(new), len(gone)
+
+    def _compact(self) -> None:
+        keep = [(i, r) for i, r in self._row_of.items()]
+        tokens: dict[int, list[str]] = {r: [] for _, r in keep}
+        for term, (rows, tfs) in self._postings.items():
+            for row, tf in zip(rows, tfs, strict=True):
+                if row in tokens:
+                    tokens[row].extend([term] * tf)
+        self._row_of, self._ids, self._lengths, self._alive = {}, [], [], []
+        self._postings = defaultdict(lambda: ([], []))
+        self._arrays, self._dead = {}, 0
+        self.add([i for i, _ in keep], [tokens[r] for _, r in keep])
+
+    def _state(self) -> _State:
+        if self._cache is None:
+            lengths = np.asarray(self._lengths, dtype=np.float32)
+            alive = np.asarray(self._alive, dtype=bool)
+            n = int(alive.sum())
+            avg = float(lengths[alive].mean()) if n else 0.0
+            self._cache = (np.asarray(self._ids, dtype=np.int64), lengths, alive, avg)
+        return self._cache
+
+    def _term(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            entry = self._postings.get(term)
+            if entry is None:
+                return None
+            arrays = (np.asarray(entry[0], dtype=np.int64), np.asarray(entry[1], dtype=np.float32))
+            self._arrays[term] = arrays
+        return arrays
 
     def search(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
         """Top ``k`` (chunk id, BM25 score), best first; chunks sharing no term are left out."""
-        n = len(self.ids)
+        n = len(self)
         if n == 0 or k <= 0:
             return []
-        scores = np.zeros(n, dtype=np.float32)
-        touched = np.zeros(n, dtype=bool)
-        norm = self.k1 * (1 - self.b + self.b * self.lengths / (self.avg_len or 1.0))
+        ids, lengths, alive, avg_len = self._state()
+        scores = np.zeros(len(ids), dtype=np.float32)
+        touched = np.zeros(len(ids), dtype=bool)
+        norm = self.k1 * (1 - self.b + self.b * lengths / (avg_len or 1.0))
         for term, qcount in Counter(query_tokens).items():
-            p = self._postings.get(term)
-            if p is None:
+            arrays = self._term(term)
+            if arrays is None:
                 continue
-            idf = math.log(1 + (n - len(p.rows) + 0.5) / (len(p.rows) + 0.5))
-            tf = p.tf
-            scores[p.rows] += qcount * idf * tf * (self.k1 + 1) / (tf + norm[p.rows])
-            touched[p.rows] = True
+            rows, tf = arrays
+            live = alive[rows]
+            rows, tf = rows[live], tf[live]
+            if len(rows) == 0:
+                continue
+            idf = math.log(1 + (n - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += qcount * idf * tf * (self.k1 + 1) / (tf + norm[rows])
+            touched[rows] = True
         candidates = np.flatnonzero(touched)
         if len(candidates) == 0:
             return []
         top = candidates[np.argsort(-scores[candidates], kind="stable")[:k]]
-        return [(int(self.ids[i]), float(scores[i])) for i in top]
+        return [(int(ids[i]), float(scores[i])) for i in top]

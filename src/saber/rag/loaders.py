@@ -135,8 +135,16 @@ class _HtmlToText(HTMLParser):
 
 
 def _load_html(p: Path) -> tuple[str, str]:
+    """The main content (trafilatura); a page too small for it to judge is read whole."""
+    from saber.rag.html_main import extract_main
+
+    source = _read_text(p)
+    main = extract_main(source)
     parser = _HtmlToText()
-    parser.feed(_read_text(p))
+    if main is not None:
+        parser.feed(source[: source.lower().find("</title>") + 8] if "</title>" in source.lower() else "")
+        return html.unescape(parser.title).strip() or main[0], main[1]
+    parser.feed(source)
     parser.close()
     text = "".join(parser.parts)
     text = re.sub(r"[ \t]+", " ", text)
@@ -167,9 +175,16 @@ def _load_pdf(p: Path) -> tuple[str, str]:
 
 
 def _load_docx(p: Path) -> tuple[str, str]:
-    import docx
+    import zipfile
 
-    document = docx.Document(str(p))
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(str(p))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        reason = "not a zip package" if isinstance(exc, (PackageNotFoundError, zipfile.BadZipFile)) else str(exc)
+        raise RagError(f"{p.name}: not a valid .docx file ({reason}); save it again from Word or LibreOffice") from None
     lines: list[str] = []
     title = ""
     for para in document.paragraphs:
@@ -186,8 +201,7 @@ def _load_docx(p: Path) -> tuple[str, str]:
         else:
             lines.append(text)
     for table in document.tables:
-        for row in table.rows:
-            lines.append(" | ".join(cell.text.strip() for cell in row.cells))
+        lines.append("\n".join("| " + " | ".join(cell.text.strip() for cell in row.cells) + " |" for row in table.rows))
     core_title = (document.core_properties.title or "").strip()
     return core_title or title, "\n\n".join(lines)
 

@@ -190,3 +190,15 @@ async def test_ddgs_that_hangs_is_cut_off_as_retryable(monkeypatch: pytest.Monke
     finally:
         release.set()
     assert info.value.retryable and "could not be reached" in info.value.message
+
+
+async def test_ddgs_error_names_the_backend_and_url_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = ("ConnectError: ConnectError('error sending request for url (https://html.duckduckgo.com/html): "
+           "client error (Connect): dns error: failed to lookup address information: Name or service not known')")
+    fake_ddgs(monkeypatch, error=DDGSException(raw))
+    with pytest.raises(ToolError) as caught:
+        await make_search_tool("ddgs").run({"query": "python"})
+    message = str(caught.value)
+    assert message == ("DuckDuckGo search (https://html.duckduckgo.com/html) could not be reached: "
+                       "the host name could not be resolved (DNS; is the network up?)")
+    assert "ConnectError(" not in message and "\n" not in message

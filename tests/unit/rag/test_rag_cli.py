@@ -7,6 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from saber.clikit.output import CLIError
 from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
 from saber.rag.cli import docs_app, ingest_command, set_engine_factory
 
@@ -36,16 +37,18 @@ def test_ingest_folder_then_list_show_rm(app: typer.Typer, tmp_path: Path) -> No
     assert "2 unchanged" in again.output
     listed = runner.invoke(app, ["docs", "list"])
     assert "Alpha" in listed.output
-    doc_id = RagEngine(SQLiteStore(tmp_path / "saber.db"), HashingEmbedder(256)).list_documents()[0].id
-    shown = runner.invoke(app, ["docs", "show", doc_id])
-    assert shown.exit_code == 0 and doc_id in shown.output
-    removed = runner.invoke(app, ["docs", "rm", doc_id, "missing-id"])
-    assert removed.exit_code == 1 and "removed 1" in removed.output and "missing-id" in removed.output
+    doc = RagEngine(SQLiteStore(tmp_path / "saber.db"), HashingEmbedder(256)).list_documents()[0]
+    shown = runner.invoke(app, ["docs", "show", doc.id])  # not a terminal: the stored text, nothing else
+    assert shown.exit_code == 0 and shown.output in ("高铁是中国的骄傲。\n", "# Alpha\n\nAlpha is the first letter.\n")
+    doc_id = doc.id
+    removed = runner.invoke(app, ["docs", "rm", doc_id[:6], "missing-id"])
+    assert "removed 1" in removed.output
+    assert isinstance(removed.exception, CLIError) and "missing-id" in str(removed.exception)
 
 
 def test_ingest_reports_failures(app: typer.Typer, tmp_path: Path) -> None:
     (tmp_path / "bad.exe").write_bytes(b"MZ")
     (tmp_path / "empty.md").write_text("", encoding="utf-8")
     result = CliRunner().invoke(app, ["ingest", str(tmp_path / "bad.exe"), str(tmp_path / "empty.md")])
-    assert result.exit_code == 1
+    assert isinstance(result.exception, CLIError) and result.exception.code == 1
     assert "2 failed" in result.output and "unsupported file type .exe" in result.output

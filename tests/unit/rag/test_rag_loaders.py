@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from saber.rag.documents import EmptyDocument, FileTooLarge, UnsupportedFileType
+from saber.rag.documents import EmptyDocument, FileTooLarge, RagError, UnsupportedFileType
 from saber.rag.loaders import load_file
 
 
@@ -98,3 +98,28 @@ def test_gb18030_chinese_mixed_with_english_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "mixed.txt"
     path.write_bytes("Python 是一种编程语言，pip install numpy 即可。".encode("gb18030"))
     assert load_file(path).text == "Python 是一种编程语言，pip install numpy 即可。"
+
+
+def test_html_keeps_main_content_and_tables_not_navigation(tmp_path: Path) -> None:
+    p = tmp_path / "guide.html"
+    p.write_text(
+        "<html><head><title>Caching [/] guide</title></head><body>"
+        "<nav><a href='/'>Home</a> | <a href='/about'>About</a></nav><header>Site Home | About | Contact</header>"
+        "<main><article><h1>HTTP caching</h1><p>Cache-Control max-age sets the freshness lifetime [/] of a_b "
+        "response. This paragraph is long enough to be the content of the page, not boilerplate.</p>"
+        "<h2>Directives</h2><table><tr><th>Directive</th><th>Meaning</th></tr>"
+        "<tr><td>no-store</td><td>never cache</td></tr><tr><td>max-age</td><td>seconds fresh</td></tr></table>"
+        "</article></main><footer>© 2024 Example Inc. Privacy | Terms</footer></body></html>", encoding="utf-8")
+    loaded = load_file(p)
+    assert loaded.title == "Caching [/] guide"
+    assert "Home | About" not in loaded.text and "Privacy" not in loaded.text
+    assert "lifetime [/] of a_b response" in loaded.text  # text kept exactly, not Markdown-escaped
+    assert "| Directive | Meaning |\n|---|---|\n| no-store | never cache |\n| max-age | seconds fresh |" in loaded.text
+    assert "## Directives" in loaded.text
+
+
+def test_corrupt_docx_is_named_as_such(tmp_path: Path) -> None:
+    p = tmp_path / "report.docx"
+    p.write_bytes(b"PK\x03\x04 this is not really a zip")
+    with pytest.raises(RagError, match=r"report.docx: not a valid \.docx file"):
+        load_file(p)

@@ -9,6 +9,7 @@ returns invented results.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
@@ -70,7 +71,7 @@ class TavilyBackend:
         async with make_client(self.timeout, self.transport) as client:
             try:
                 body = await request_json(
-                    client, "POST", self.url, service="search service (Tavily)", budget=self.timeout,
+                    client, "POST", self.url, service=f"search service (Tavily at {self.url})", budget=self.timeout,
                     json_body={"query": query, "max_results": max_results, "search_depth": "basic"},
                     headers={"Authorization": f"Bearer {self.api_key}"},
                 )
@@ -133,23 +134,21 @@ class DdgsBackend:
     label: str = "DuckDuckGo"
 
     def _search_sync(self, query: str, max_results: int) -> list[dict[str, Any]]:
-        def short(exc: BaseException) -> str:
-            text = " ".join(str(exc).split()) or type(exc).__name__
-            return text if len(text) <= 240 else text[:239] + "…"
-
         try:
             return DDGS(timeout=max(1, round(self.timeout))).text(query, max_results=max_results)
         except RatelimitException as exc:
-            raise ToolError(f"DuckDuckGo search is rate-limiting requests ({short(exc)}); try again later",
+            raise ToolError(f"DuckDuckGo search{_where(exc)} is rate-limiting requests; try again later",
                             retryable=True) from None
         except TimeoutException as exc:
-            raise ToolError(f"DuckDuckGo search could not be reached: timed out ({short(exc)})", retryable=True) from None
+            raise ToolError(f"DuckDuckGo search{_where(exc)} could not be reached: timed out", retryable=True) from None
         except DDGSException as exc:
             if str(exc).startswith("No results found"):  # every engine answered, with nothing
                 return []
-            raise ToolError(f"DuckDuckGo search could not be reached: {short(exc)}", retryable=True) from None
+            raise ToolError(f"DuckDuckGo search{_where(exc)} could not be reached: {_reason(exc)}",
+                            retryable=True) from None
         except OSError as exc:
-            raise ToolError(f"DuckDuckGo search could not be reached: {short(exc)}", retryable=True) from None
+            raise ToolError(f"DuckDuckGo search{_where(exc)} could not be reached: {_reason(exc)}",
+                            retryable=True) from None
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
         try:
@@ -164,6 +163,35 @@ class DdgsBackend:
             if url:
                 hits.append(SearchHit(title=str(row.get("title") or ""), url=url, snippet=str(row.get("body") or "")))
         return hits[:max_results]
+
+
+_URL = re.compile(r"https?://[^\s'\")\\]+")
+_REASONS = (
+    (re.compile(r"dns|lookup|name or service not known|nodename|getaddrinfo", re.I),
+     "the host name could not be resolved (DNS; is the network up?)"),
+    (re.compile(r"refused", re.I), "connection refused"),
+    (re.compile(r"unreachable|no route", re.I), "network unreachable"),
+    (re.compile(r"timed? ?out", re.I), "timed out"),
+    (re.compile(r"certificate|ssl|tls", re.I), "TLS/certificate error"),
+    (re.compile(r"connect", re.I), "connection failed"),
+)
+
+
+def _where(exc: BaseException) -> str:
+    """" (https://host/path)" for the first URL in the error's text, or nothing."""
+    m = _URL.search(str(exc))
+    return f" ({m.group(0).rstrip('.,;:')})" if m else ""
+
+
+def _reason(exc: BaseException) -> str:
+    """A short reason in words instead of the library's nested ``ConnectError(...)`` repr."""
+    text = " ".join(str(exc).split())
+    for pattern, reason in _REASONS:
+        if pattern.search(text):
+            return reason
+    plain = re.sub(r"\b\w+(?:Error|Exception)\b[:(]?\s*|['\"()]", "", _URL.sub("", text)).strip(" :,")
+    plain = plain or type(exc).__name__
+    return plain if len(plain) <= 160 else plain[:159] + "…"
 
 
 # -- choosing and running -------------------------------------------------------------------------
