@@ -18,6 +18,7 @@ from saber.llm.text_tool_calls import extract_text_tool_calls
 from saber.planner.clean import strip_reasoning, strip_template_tokens
 from saber.planner.extract import find_plans
 from saber.planner.llmcompiler import parse_llmcompiler
+from saber.planner.pythonic import PythonicPlan, parse_pythonic
 from saber.planner.result import ParsedPlan, PlanParseError
 from saber.planner.shapes import RawNode, from_tool_calls
 from saber.planner.validate import Validated, validate_nodes
@@ -56,7 +57,7 @@ def parse_plan(
     empty: _Candidate | None = None
     failed: list[tuple[_Candidate, Validated]] = []
     tried: set[str] = set()
-    for candidate in _candidates(cleaned, tools, warnings):
+    for candidate in _candidates(cleaned, tools, agents or {}, warnings):
         if not candidate.raw:
             empty = empty or candidate
             continue
@@ -103,8 +104,18 @@ def _key(raw: list[RawNode]) -> str:
     return json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> Iterator[_Candidate]:
+def _pythonic(found: PythonicPlan | None, warnings: list[str]) -> Iterator[_Candidate]:
+    if found is not None and found.raw:
+        yield _Candidate(shape=found.shape, raw=found.raw, notes=found.warnings)
+    elif found is not None:
+        warnings.extend(found.warnings)  # every call rejected: say why if nothing else is found
+
+
+def _candidates(text: str, tools: Mapping[str, Tool], agents: Mapping[str, str],
+                warnings: list[str]) -> Iterator[_Candidate]:
     """Plan-shaped values in ``text``, lazily, in the order they are trusted."""
+    strict = parse_pythonic(text, tools, agents)  # nothing but calls: as sure as a dialect's markers
+    yield from _pythonic(strict, warnings)
     dialect = extract_text_tool_calls(text)
     if dialect is not None and dialect.calls:
         yield _Candidate(shape=dialect.format, raw=from_tool_calls(dialect.calls), notes=tuple(dialect.warnings))
@@ -114,6 +125,8 @@ def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str]) -> It
         note = ("the plan was cut off; kept its complete nodes",) if found.truncated else \
             ("repaired broken JSON",) if found.repaired else ()
         yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note)
+    if strict is None:  # calls picked out of prose: after the JSON ones
+        yield from _pythonic(parse_pythonic(text, tools, agents, strict=False), warnings)
     compiled_notes: list[str] = []
     compiled = parse_llmcompiler(text, tools, compiled_notes)
     if compiled is not None:
