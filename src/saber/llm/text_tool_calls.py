@@ -178,7 +178,7 @@ def _llama(text: str) -> TextToolCalls | None:
         return None
     before, _, body = text.partition("<|python_tag|>")
     body = _LLAMA_END.split(body)[0].strip()
-    warnings: list[str] = []
+    warnings = []
     calls = _python_calls(body, []) if body[:1] == "[" else []  # a pythonic list, not JSON
     if not calls and body[:1] in ("{", "[", "`"):
         calls = _calls_from_json(body, 0, warnings)
