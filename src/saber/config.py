@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     llm_max_retries: int = 2
     llm_structured_output: bool = False
     """Send the plan's JSON Schema as response_format (only for endpoints that support it)."""
+    llm_structured_form: Literal["auto", "openai", "vllm", "vllm_guided", "ollama", "llamacpp", "off"] = "auto"
+    """How that schema is sent (``saber.llm.structured``); ``auto`` asks the endpoint once."""
 
     # storage
     database_url: str | None = None
