@@ -117,6 +117,9 @@ def _parse(source: str) -> list[ast.stmt] | None:
 
 def _module(source: str) -> tuple[list[_Call | _Rejected], list[str]] | None:
     """Every statement of ``source`` a call (or a list of calls, or ``x = call``), else None."""
+    first = next((line for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    if not _LINE_START.match(first):
+        return None  # cheap: JSON and prose are turned away before ast sees them
     body = _parse(source)
     if not body:
         return None
