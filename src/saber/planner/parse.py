@@ -82,7 +82,9 @@ def parse_plan(
         details = [w for c, v in failed for w in (*c.notes, *v.warnings)]
         raise PlanParseError("no usable node: " + "; ".join(failed[0][1].dropped.values()),
                              warnings=[*warnings, *details], text=text)
+    rejected = [w.removeprefix("rejected a pythonic call: ") for w in warnings if w.startswith("rejected a pythonic call: ")]
     reason = "no plan found in the planner output" if cleaned.strip() else "the planner output is empty"
+    reason = f"no usable call: {rejected[0]}" if rejected else reason
     raise PlanParseError(reason, warnings=warnings, text=text)
 
 

@@ -121,15 +121,55 @@ def _module(source: str) -> tuple[list[_Call | _Rejected], list[str]] | None:
     if not _LINE_START.match(first):
         return None  # cheap: JSON and prose are turned away before ast sees them
     body = _parse(source)
+    warnings: list[str] = []
     if not body:
-        return None
+        body = _cut_off_list(source)
+        if not body:
+            return None
+        warnings.append("the pythonic call list was cut off; kept its complete calls")
     calls: list[_Call | _Rejected] = []
     for stmt in body:
         found = _statement(stmt)
         if found is None:
             return None
         calls.extend(found)
-    return calls, []
+    return calls, warnings
+
+
+def _cut_off_list(source: str) -> list[ast.stmt] | None:
+    """A ``[f(...), g(...`` the model stopped writing in the middle of: its complete calls."""
+    text = source.strip()
+    if not text.startswith("[") or _close(text, 0) is not None:
+        return None
+    ends = _top_level_commas(text)
+    for end in reversed(ends[-3:]):
+        body = _parse(text[:end] + "]")
+        if body:
+            return body
+    return None
+
+
+def _top_level_commas(text: str) -> list[int]:
+    """Positions of the commas between the elements of the list ``text`` opens."""
+    commas: list[int] = []
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in ("'", '"'):
+            quote = text[i:i + 3] if text[i:i + 3] in _TRIPLES else ch
+            i += len(quote)
+            while i < n and not text.startswith(quote, i):
+                i += 2 if text[i] == "\\" else 1
+            i += len(quote)
+            continue
+        if ch in _PAIRS:
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            commas.append(i)
+        i += 1
+    return commas
 
 
 def _picked(source: str) -> tuple[list[_Call | _Rejected], list[str]] | None:
@@ -264,6 +304,8 @@ def _call(expr: ast.Call, var: str | None) -> _Call | _Rejected:
         call.args = [_value(a, call.refs) for a in expr.args]
         for kw in expr.keywords:
             assert kw.arg is not None
+            if kw.arg in call.kwargs:
+                raise _Rejected(f"got two values for {kw.arg!r}")
             call.kwargs[kw.arg] = _value(kw.value, call.refs)
     except _Rejected as exc:
         return _Rejected(f"{name}: {exc}", var)

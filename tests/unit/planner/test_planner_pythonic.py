@@ -117,3 +117,14 @@ def test_hostile_input_ends_quickly_with_an_answer_or_a_clear_error(text: str) -
     except PlanParseError as exc:
         assert str(exc)
     assert time.monotonic() - start < 60  # a hang guard, not a speed test
+
+
+def test_a_cut_off_list_keeps_its_complete_calls() -> None:
+    parsed = parse_plan("[get_weather(city='a, b'), search_web(query='it\\'s'), get_weather(city='Li", TOOLS, agents=AGENTS)
+    assert [(n.tool, n.params) for n in parsed.nodes] == [("get_weather", {"city": "a, b"}), ("search_web", {"query": "it's"})]
+    assert "the pythonic call list was cut off; kept its complete calls" in parsed.warnings
+
+
+def test_a_repeated_keyword_is_rejected_and_the_error_says_why() -> None:
+    with pytest.raises(PlanParseError, match="no usable call: get_weather: got two values for 'city'"):
+        parse_plan("get_weather(city='Paris', city='Lyon')", TOOLS, agents=AGENTS)
