@@ -17,15 +17,17 @@ validation (argument coercion, ids, edges), which json.loads does not do.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import saber.planner.parse as plan_parse
 from saber.planner import PlanParseError, parse_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,25 +80,46 @@ def accuracy(data: Path) -> None:
     fitting = {c.id for c in cases if bfcl.fits_its_schema(c)}
     print(f"exact calls recovered, per output shape: {len(cases)} BFCL v4 cases ({data}), "
           f"{len(fitting)} whose ground truth fits its own function doc; {skipped} skipped")
-    print(f"  {'shape':40s} {'cases':>6s} {'parse_plan':>11s} {'(fitting)':>10s} {'json.loads':>11s} {'literal_eval':>13s}")
-    print(f"  {'':40s} {'':6s} {'':11s} {'':10s} {'(no validation, all cases)':>25s}")
+    print(f"  {'shape':40s} {'cases':>6s} {'parse_plan':>11s} {'(fitting)':>10s} {'no pythonic.py':>15s} "
+          f"{'json.loads':>11s} {'literal_eval':>13s}")
+    print(f"  {'':40s} {'':6s} {'':11s} {'':10s} {'':15s} {'(no validation, all cases)':>25s}")
     for shape, render in bfcl.SHAPES.items():
         texts = [(c, t) for c in cases if (t := render(c)) is not None]
-        saber = fit = plain = literal = 0
+        saber = fit = plain = literal = before = 0
         for case, text in texts:
-            try:
-                got = [(n.tool or "", dict(n.params)) for n in parse_plan(text, case.tools).nodes]
-            except PlanParseError:
-                got = []
+            got = _parsed(text, case)
             if bfcl.same_calls(got, case):
                 saber += 1
                 fit += case.id in fitting
+            with _without_pythonic():
+                before += bfcl.same_calls(_parsed(text, case), case)
             plain += _baseline_ok(bfcl.baseline_json(text), case)
             literal += _baseline_ok(bfcl.baseline_literal_eval(text), case)
         n = len(texts)
         n_fit = sum(1 for c, _ in texts if c.id in fitting)
-        print(f"  {shape:40s} {n:6d} {saber / n:10.1%} {fit / max(1, n_fit):10.1%} {plain / n:10.1%} {literal / n:12.1%}")
-    print("  (a pythonic shape is rendered only where every name and keyword is a Python identifier)")
+        print(f"  {shape:40s} {n:6d} {saber / n:10.1%} {fit / max(1, n_fit):10.1%} {before / n:14.1%} "
+              f"{plain / n:10.1%} {literal / n:12.1%}")
+    print("  (a pythonic shape is rendered only where every name and keyword is a Python identifier;")
+    print("   'no pythonic.py' is parse_plan with planner/pythonic.py switched off: the text dialects of")
+    print("   llm/text_tool_calls.py still read keyword-only calls after <|python_tag|> and <|python_start|>)")
+
+
+def _parsed(text: str, case: Any) -> list[tuple[str, dict[str, Any]]]:
+    try:
+        return [(n.tool or "", dict(n.params)) for n in parse_plan(text, case.tools).nodes]
+    except PlanParseError:
+        return []
+
+
+@contextlib.contextmanager
+def _without_pythonic() -> Iterator[None]:
+    """parse_plan as it was before ``planner/pythonic.py`` (the other tiers unchanged)."""
+    saved = plan_parse.parse_pythonic
+    plan_parse.parse_pythonic = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        plan_parse.parse_pythonic = saved
 
 
 def _baseline_ok(calls: list[Any] | None, case: Any) -> bool:
