@@ -80,10 +80,13 @@ class StructuredOutput:
         """Put the constraint into ``params`` (the ``create`` keyword arguments); True when any was added."""
         if response_format is None or self.refused_with is not None:
             return False
-        if self.form is None:
-            self.form = await detect_form(client)
-            _log.info("structured output for %s: %s form (detected)", self.endpoint, self.form)
-        top, extra = constraint_fields(self.form, response_format)
+        form = self.form
+        if form is None:
+            form, answered = await detect_form(client)
+            if answered:  # an endpoint that did not answer at all is asked again next time
+                self.form = form
+                _log.info("structured output for %s: %s form (detected)", self.endpoint, form)
+        top, extra = constraint_fields(form, response_format)
         if not top and not extra:
             return False
         params.update(top)
@@ -104,24 +107,30 @@ class StructuredOutput:
         return True
 
 
-async def detect_form(client: openai.AsyncOpenAI) -> str:
-    """The form an endpoint takes, from its answers (see the module docstring); ``openai`` when unsure."""
+async def detect_form(client: openai.AsyncOpenAI) -> tuple[str, bool]:
+    """``(form, answered)``: the form an endpoint takes, from its answers (see the module
+    docstring), ``openai`` when unsure; ``answered`` is False when the endpoint could not be reached."""
     owners: set[str] = set()
+    answered = True
     try:
         page = await client.models.list()
         owners = {str(getattr(m, "owned_by", "") or "").lower() for m in page.data}
+    except openai.APIConnectionError:
+        answered = False
     except openai.OpenAIError:
         pass
+    if not answered:
+        return "openai", False
     root = re.sub(r"/v1/?$", "", str(client.base_url).rstrip("/"))
     headers = {"Authorization": f"Bearer {client.api_key}"} if client.api_key else {}
     async with httpx.AsyncClient(timeout=5.0, headers=headers) as http:
         if "vllm" in owners:
-            return _vllm_form(await _get_json(http, f"{root}/version"))
+            return _vllm_form(await _get_json(http, f"{root}/version")), True
         if "llamacpp" in owners:
-            return "llamacpp"
+            return "llamacpp", True
         if "ollama" in owners or isinstance(await _get_json(http, f"{root}/api/version"), Mapping):
-            return "ollama"
-    return "openai"
+            return "ollama", True
+    return "openai", True
 
 
 def _vllm_form(version: Any) -> str:

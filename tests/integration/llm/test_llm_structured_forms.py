@@ -131,3 +131,15 @@ async def test_the_setting_reaches_the_model_and_the_planner_reads_the_reply(mon
 def test_an_unknown_form_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown structured output form 'xml'"):
         OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", structured="xml")
+
+
+async def test_auto_on_a_dead_endpoint_fails_clearly_and_asks_again_later() -> None:
+    from saber.llm import ModelError
+    server = FakeOpenAIServer(['{"plan": []}'], owned_by="llamacpp").start()
+    port = server.port
+    server.stop()  # nothing listens on the port now
+    auto = OpenAIChatModel("fake-model", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", structured="auto")
+    _open.append(auto)
+    with pytest.raises(ModelError, match="unreachable"):
+        await auto.complete([Message.user("plan")], response_format=FMT)
+    assert auto.structured.form is None  # not remembered: the endpoint never answered
