@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     llm_max_tokens_extraction: int = Field(256, ge=16)
     request_deadline: float = Field(180.0, gt=0)
     """Seconds a request may take: by then it ends with whatever answer it has, saying so."""
+    llm_structured_form: Literal["auto", "openai", "vllm", "vllm_guided", "ollama", "llamacpp", "off"] = "auto"
+    """How that schema is sent (``saber.llm.structured``); ``auto`` asks the endpoint once."""
 
     # storage
     database_url: str | None = None

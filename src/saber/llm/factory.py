@@ -27,5 +27,6 @@ def model_from_settings(settings: Settings) -> ChatModel:
         api_key=api_key or None,
         temperature=settings.llm_temperature,
         timeout=settings.llm_timeout,
+        structured=settings.llm_structured_form,
     )
     return RetryingModel(model, max_attempts=max(0, settings.llm_max_retries) + 1)

@@ -23,6 +23,7 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from saber.llm.base import ModelError
+from saber.llm.structured import StructuredOutput
 from saber.llm.toolcalls import ToolCallAccumulator, tool_calls_from_openai
 from saber.llm.types import (
     Completion,
@@ -51,10 +52,13 @@ class OpenAIChatModel:
         timeout: float = 60.0,
         stream_usage: bool = True,
         client: AsyncOpenAI | None = None,
+        structured: str = "openai",
     ) -> None:
         """``stream_usage`` asks for a usage chunk at the end of streams (``stream_options``).
         ``client`` replaces the one built from ``base_url``/``api_key``/``timeout`` (for proxies,
-        custom headers); it should have ``max_retries=0``."""
+        custom headers); it should have ``max_retries=0``. ``structured`` is the form a
+        ``response_format`` is sent in (``saber.llm.structured``: "openai", "vllm", "ollama",
+        "llamacpp", "auto", ...)."""
         if not model:
             raise ValueError("model name is empty")
         self.model = model
@@ -70,6 +74,7 @@ class OpenAIChatModel:
             base_url=base_url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0
         )
         self.endpoint = str(self.client.base_url).rstrip("/")
+        self.structured = StructuredOutput(structured, endpoint=self.endpoint)
 
     async def aclose(self) -> None:
         """Close the HTTP connections. Call it (or use ``async with``) before the event loop ends."""
@@ -88,7 +93,6 @@ class OpenAIChatModel:
         messages: Sequence[Message],
         tools: Sequence[Tool],
         temperature: float | None,
-        response_format: ResponseFormat | None = None,
         max_tokens: int | None = None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model, "messages": [to_openai_message(m) for m in messages]}
@@ -99,15 +103,6 @@ class OpenAIChatModel:
             params["temperature"] = temperature
         if tools:
             params["tools"] = [t.to_openai() for t in tools]
-        if response_format is not None:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": response_format.name,
-                    "schema": response_format.schema,
-                    "strict": response_format.strict,
-                },
-            }
         return params
 
     async def complete(
@@ -119,9 +114,18 @@ class OpenAIChatModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
-        params = self._params(messages, tools, temperature, response_format, max_tokens)
+        params = self._params(messages, tools, temperature, max_tokens)
+        constrained = await self.structured.add(params, response_format, self.client)
         try:
             response: ChatCompletion = await self.client.chat.completions.create(**params, stream=False)
+        except openai.APIStatusError as exc:
+            if not (constrained and self.structured.refused(exc)):
+                raise self._error(exc) from exc
+            try:  # once more without the constraint the endpoint refused
+                response = await self.client.chat.completions.create(**self._params(messages, tools, temperature, max_tokens),
+                                                                     stream=False)
+            except openai.OpenAIError as again:
+                raise self._error(again) from again
         except openai.OpenAIError as exc:
             raise self._error(exc) from exc
         choices = getattr(response, "choices", None) or []

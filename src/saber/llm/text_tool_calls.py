@@ -8,6 +8,7 @@ the message text, each family in its own dialect:
 - Qwen3-Coder: ``<tool_call><function=f><parameter=k>v</parameter></function></tool_call>``;
 - Llama 3.x: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several separated by ``;``) or
   ``<|python_tag|>brave_search.call(query="...")``;
+- Llama 4: ``<|python_start|>[get_weather(city="Paris")]<|python_end|>``;
 - Mistral: ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]`` or ``[TOOL_CALLS]f[ARGS]{...}``;
 - DeepSeek V3 / V3.1: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f`` then
   a fenced JSON block, or ``f<｜tool▁sep｜>{...}``, closed by ``<｜tool▁call▁end｜>``;
@@ -38,7 +39,8 @@ class TextToolCalls:
     """Calls found in a model's text, and the dialect they were written in."""
 
     format: str
-    """One of "hermes", "qwen_xml", "llama_python_tag", "mistral", "deepseek", "doubao"."""
+    """One of "hermes", "qwen_xml", "llama_python_tag", "pythonic" (Llama 4's ``<|python_start|>``),
+    "mistral", "deepseek", "doubao"."""
     calls: tuple[ToolCall, ...]
     content: str = ""
     """The text outside the calls (reasoning or prose the model wrote around them)."""
@@ -161,30 +163,39 @@ def _xml_value(raw: str) -> Any:
 _LLAMA_END = re.compile(r"<\|(?:eom_id|eot_id|end_of_text)\|>")
 
 
+_LLAMA4 = re.compile(r"<\|python_start\|>(.*?)(?:<\|python_end\|>|(?=<\|python_start\|>)|\Z)", re.S)
+
+
 def _llama(text: str) -> TextToolCalls | None:
+    if "<|python_start|>" in text:  # Llama 4: <|python_start|>[f(x=1), g(y=2)]<|python_end|>
+        warnings: list[str] = []
+        found: list[ToolCall] = []
+        for match in _LLAMA4.finditer(text):
+            found.extend(_python_calls(_LLAMA_END.split(match.group(1))[0].strip(), warnings, len(found)))
+        content = text.split("<|python_start|>", 1)[0].strip()
+        return TextToolCalls(format="pythonic", calls=tuple(found), content=content, warnings=tuple(warnings))
     if "<|python_tag|>" not in text:
         return None
     before, _, body = text.partition("<|python_tag|>")
     body = _LLAMA_END.split(body)[0].strip()
-    warnings: list[str] = []
-    calls = _calls_from_json(body, 0, warnings) if body[:1] in ("{", "[", "`") else []
+    warnings = []
+    calls = _python_calls(body, []) if body[:1] == "[" else []  # a pythonic list, not JSON
+    if not calls and body[:1] in ("{", "[", "`"):
+        calls = _calls_from_json(body, 0, warnings)
     if not calls:
         calls = _python_calls(body, warnings)
     return TextToolCalls(format="llama_python_tag", calls=tuple(calls), content=before.strip(), warnings=tuple(warnings))
 
 
-def _python_calls(body: str, warnings: list[str]) -> list[ToolCall]:
-    """Llama's built-in tool syntax: ``brave_search.call(query="x")``, one per line or ``;``."""
+def _python_calls(body: str, warnings: list[str], start: int = 0) -> list[ToolCall]:
+    """Pythonic calls with keyword arguments: Llama's built-in tool syntax
+    (``brave_search.call(query="x")``) one per line or ``;``, or a list ``[f(x=1), g(y=2)]``.
+
+    Positional arguments need the tool's schema to be named, which this layer does not have:
+    the planner (``saber.planner.pythonic``) reads those."""
     calls: list[ToolCall] = []
-    for line in re.split(r";|\n", body):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            expr = ast.parse(line, mode="eval").body
-        except SyntaxError:
-            warnings.append(f"not a call: {line[:60]!r}")
-            continue
+    for line in _python_exprs(body, warnings):
+        expr = line
         if not isinstance(expr, ast.Call) or expr.args:
             continue
         func = expr.func
@@ -196,8 +207,28 @@ def _python_calls(body: str, warnings: list[str]) -> list[ToolCall]:
         except ValueError:
             warnings.append(f"{name}: arguments are not literals")
             continue
-        calls.append(ToolCall(id=f"call_{len(calls)}", name=name, arguments=args))
+        calls.append(ToolCall(id=f"call_{start + len(calls)}", name=name, arguments=args))
     return calls
+
+
+def _python_exprs(body: str, warnings: list[str]) -> list[ast.expr]:
+    """The expressions of ``body``: a whole list of calls, else one per line or ``;``."""
+    try:
+        whole = ast.parse(body.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        whole = None
+    if isinstance(whole, ast.List | ast.Tuple):
+        return list(whole.elts)
+    exprs: list[ast.expr] = []
+    for line in re.split(r";|\n", body):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            exprs.append(ast.parse(line, mode="eval").body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            warnings.append(f"not a call: {line[:60]!r}")
+    return exprs
 
 
 _MISTRAL_NAMED = re.compile(r"\[TOOL_CALLS\]\s*([A-Za-z_][\w.-]*)\s*(?:\[CALL_ID\]\s*(\w+)\s*)?\[ARGS\]")

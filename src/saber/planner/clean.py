@@ -15,7 +15,8 @@ _THINK_CLOSE = re.compile(r"^.*?</(?:think|thinking|reasoning|thought)>", re.S |
 _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning|thought)>", re.I)
 # End-of-turn and role tokens that leak from chat templates (the text tool-call markers are kept).
 _TEMPLATE_TOKENS = re.compile(
-    r"<\|(?:im_start|im_end|eot_id|end_of_text|endoftext|end|assistant|start_header_id|end_header_id)\|>"
+    r"<\|(?:im_start|im_end|eot_id|end_of_text|endoftext|end|assistant|start_header_id|end_header_id"
+    r"|eot|eom|header_start|header_end)\|>"
     r"|<｜end▁of▁sentence｜>|</s>|<s>"
 )
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n`]*\n?(.*?)(?:```|\Z)", re.S)

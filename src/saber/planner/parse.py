@@ -19,6 +19,7 @@ from saber.llm.text_tool_calls import extract_text_tool_calls
 from saber.planner.clean import strip_reasoning, strip_template_tokens
 from saber.planner.extract import find_plans
 from saber.planner.llmcompiler import parse_llmcompiler
+from saber.planner.pythonic import PythonicPlan, parse_pythonic
 from saber.planner.result import ParsedPlan, PlanParseError
 from saber.planner.shapes import RawNode, from_tool_calls
 from saber.planner.validate import Validated, validate_nodes
@@ -80,7 +81,7 @@ def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | 
     empty: _Candidate | None = None
     failed: list[tuple[_Candidate, Validated]] = []
     tried: set[str] = set()
-    for candidate in _candidates(cleaned, tools, warnings, max_nodes):
+    for candidate in _candidates(cleaned, tools, agents or {}, warnings, max_nodes):
         if len(candidate.raw) > max_nodes:
             candidate = _capped(candidate, max_nodes)
         if not candidate.raw:
@@ -107,7 +108,9 @@ def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | 
         details = [w for c, v in failed for w in (*c.notes, *v.warnings)]
         raise PlanParseError("no usable node: " + "; ".join(failed[0][1].dropped.values()),
                              warnings=[*warnings, *details], text=text)
+    rejected = [w.removeprefix("rejected a pythonic call: ") for w in warnings if w.startswith("rejected a pythonic call: ")]
     reason = "no plan found in the planner output" if cleaned.strip() else "the planner output is empty"
+    reason = f"no usable call: {rejected[0]}" if rejected else reason
     raise PlanParseError(reason, warnings=warnings, text=text)
 
 
@@ -135,8 +138,18 @@ def _capped(candidate: _Candidate, max_nodes: int) -> _Candidate:
     return replace(candidate, raw=candidate.raw[:max_nodes], notes=(*candidate.notes, note))
 
 
-def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str], max_nodes: int) -> Iterator[_Candidate]:
+def _pythonic(found: PythonicPlan | None, warnings: list[str]) -> Iterator[_Candidate]:
+    if found is not None and found.raw:
+        yield _Candidate(shape=found.shape, raw=found.raw, notes=found.warnings)
+    elif found is not None:
+        warnings.extend(found.warnings)  # every call rejected: say why if nothing else is found
+
+
+def _candidates(text: str, tools: Mapping[str, Tool], agents: Mapping[str, str],
+                warnings: list[str], max_nodes: int) -> Iterator[_Candidate]:
     """Plan-shaped values in ``text``, lazily, in the order they are trusted."""
+    strict = parse_pythonic(text, tools, agents)  # nothing but calls: as sure as a dialect's markers
+    yield from _pythonic(strict, warnings)
     dialect = extract_text_tool_calls(text)
     if dialect is not None and dialect.calls:
         yield _Candidate(shape=dialect.format, raw=from_tool_calls(dialect.calls), notes=tuple(dialect.warnings))
@@ -146,6 +159,8 @@ def _candidates(text: str, tools: Mapping[str, Tool], warnings: list[str], max_n
         note = ("the plan was cut off; kept its complete nodes",) if found.truncated else \
             ("repaired broken JSON",) if found.repaired else ()
         yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note)
+    if strict is None:  # calls picked out of prose: after the JSON ones
+        yield from _pythonic(parse_pythonic(text, tools, agents, strict=False), warnings)
     compiled_notes: list[str] = []
     compiled = parse_llmcompiler(text, tools, compiled_notes, max_steps=max_nodes)
     if compiled is not None:

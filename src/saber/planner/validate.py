@@ -17,6 +17,7 @@ from typing import Any
 from saber.graph.node import Node
 from saber.graph.taskgraph import TaskGraph
 from saber.planner.grounding import ground_nodes
+from saber.planner.names import resolve_name
 from saber.planner.placeholders import canonicalise, references
 from saber.planner.races import untangle_races
 from saber.planner.shapes import RawNode, params_object
@@ -197,6 +198,7 @@ def _target(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str]) -
     name = (agent or tool) if sub_agent else (tool or agent)
     if name is None:
         return "names no tool or agent"
+    name = resolve_name(name, {**tools, **agents})
     if not sub_agent and name not in tools and name in agents:
         sub_agent = True
     elif sub_agent and name not in agents and name in tools:
@@ -213,8 +215,7 @@ def _target(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str]) -
 def _name(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
-    name = value.strip()
-    return name.removeprefix("functions.")
+    return value.strip()
 
 
 def _unknown_arguments(item: _Work, tools: Mapping[str, Tool]) -> list[str]:

@@ -92,10 +92,16 @@ class FakeOpenAIServer:
         api_key: str | None = None,
         embedding_dimensions: int = 64,
         reject_params: Sequence[str] = (),
+        owned_by: str = "saber-fake",
+        routes: Mapping[str, Any] | None = None,
     ) -> None:
         """``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get a 401.
         ``reject_params``: top-level request fields answered with a 400, like strict endpoints
-        that do not know e.g. ``stream_options`` or ``response_format``."""
+        that do not know e.g. ``stream_options`` or ``response_format``.
+        ``owned_by``: what ``GET /v1/models`` says owns the model (vLLM says "vllm", llama.cpp
+        "llamacpp"). ``routes``: more GET paths answered with JSON, e.g. ``{"/version": {...}}``."""
+        self.owned_by = owned_by
+        self.routes = dict(routes or {})
         self.model = model
         self.api_key = api_key
         self.embedding_dimensions = embedding_dimensions
@@ -210,8 +216,10 @@ class FakeOpenAIServer:
         number = self._record(handler, body)
         if not self._authorised(handler):
             return self._send_error(handler, 401, "Incorrect API key provided", "invalid_api_key")
+        if handler.command == "GET" and path in self.routes:
+            return self._send_json(handler, 200, self.routes[path])
         if handler.command == "GET" and path.endswith("/models"):
-            data = [{"id": self.model, "object": "model", "created": 0, "owned_by": "saber-fake"}]
+            data = [{"id": self.model, "object": "model", "created": 0, "owned_by": self.owned_by}]
             return self._send_json(handler, 200, {"object": "list", "data": data})
         if handler.command == "POST" and path.endswith("/chat/completions"):
             return self._chat(handler, body, number)

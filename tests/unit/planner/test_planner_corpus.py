@@ -74,7 +74,7 @@ def test_corpus_is_big_and_varied() -> None:
     assert langs == {"zh", "en"}
     formats = {c.expect.get("format") for c in CASES}
     for shape in ("ideal", "single_object", "wrapped", "legacy", "function_call", "openai_tool_calls", "hermes",
-                  "qwen_xml", "llama_python_tag", "mistral", "deepseek", "doubao", "llmcompiler", "repaired"):
+                  "qwen_xml", "llama_python_tag", "mistral", "deepseek", "doubao", "llmcompiler", "repaired", "pythonic"):
         assert shape in formats, shape
     assert sum(1 for c in CASES if c.expect.get("error")) >= 5
 

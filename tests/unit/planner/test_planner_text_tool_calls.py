@@ -59,3 +59,14 @@ def test_markers_without_a_readable_call_are_reported() -> None:
     found = extract_text_tool_calls("<tool_call>not json at all</tool_call>")
     assert found is not None and found.calls == ()
     assert any("without a readable call" in w for w in found.warnings)
+
+
+def test_llama4_python_start_and_pythonic_lists_after_the_python_tag() -> None:
+    found = extract_text_tool_calls('Checking.<|python_start|>[get_weather(city="Paris"), get_time(timezone="UTC")]<|python_end|><|eom|>')
+    assert found is not None and found.format == "pythonic" and found.content == "Checking."
+    assert [(c.name, c.arguments) for c in found.calls] == [("get_weather", {"city": "Paris"}), ("get_time", {"timezone": "UTC"})]
+    tagged = extract_text_tool_calls("<|python_tag|>[a(x=1), b(y=[1, 2])]<|eom_id|>")
+    assert tagged is not None and tagged.warnings == ()
+    assert [(c.id, c.name, c.arguments) for c in tagged.calls] == [("call_0", "a", {"x": 1}), ("call_1", "b", {"y": [1, 2]})]
+    code = extract_text_tool_calls("<|python_start|>f(x=__import__('os').getcwd())<|python_end|>")
+    assert code is not None and code.calls == () and "not literals" in " ".join(code.warnings)
