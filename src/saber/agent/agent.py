@@ -44,11 +44,13 @@ from saber.graph.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
 from saber.llm.nomodel import is_no_model
+from saber.mcp.manager import MCPManager
 from saber.rag.engine import RagEngine
 from saber.rag.factory import engine_from_settings
 from saber.rag.tools import knowledge_tools
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
+from saber.tools.index import ToolIndex
 from saber.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -119,11 +121,18 @@ class Agent:
             memory=memory or MemoryService.from_settings(self.settings, embedder=engine.embedder, model=memory_model),
             checkpoints=checkpoints or _checkpoint_store(self.settings),
             sub_agents=default_sub_agents() if sub_agents is None else sub_agents,
+            tool_index=ToolIndex(engine.embedder),
         )
         self._requests: dict[str, _Request] = {}
         self._queues: dict[str, asyncio.Queue[Event | None]] = {}
         """Event queues of requests made but not yet served (``_new_turn`` → ``_serve``)."""
         self._background: set[asyncio.Task[Any]] = set()
+        self.mcp = MCPManager.from_settings(self.settings, registry)
+        """The MCP servers of ``[[mcp.servers]]``; connected by ``start()`` or the first request."""
+
+    async def start(self) -> list[dict[str, Any]]:
+        """Connect the MCP servers (waiting at most ``mcp_startup_timeout``); returns their status."""
+        return await self.mcp.start()
 
     @property
     def registry(self) -> ToolRegistry:
@@ -157,6 +166,7 @@ class Agent:
             raise ValueError("user_id must not be empty")
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
             raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
+        await self.mcp.start()
         tools = self.registry.filter(selected_tools) if selected_tools else self.registry.snapshot()
         if use_rag is False:
             tools.pop("rag_search", None)
@@ -164,9 +174,13 @@ class Agent:
             await check_new_task_id(self.services.checkpoints, task_id, self._requests)
         options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
         turn = self._new_turn(query.strip(), user_id, task_id or uuid.uuid4().hex, tools)
+        turn.selected_tools = list(selected_tools) if selected_tools else None
 
         async def work() -> str:
             remember = await self._prepare(turn)
+            if self.services.tool_index is not None:
+                self.services.tool_index.update(self.registry.snapshot())
+                await self.services.tool_index.prepare_for(turn.query, turn.tools, above=self.settings.tools_select_above)
             decision = self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
@@ -184,6 +198,7 @@ class Agent:
         Finished nodes keep their results and are not run again; the rest run, then the answer is
         written. With ``user_id``, only that user's own task can be resumed.
         """
+        await self.mcp.start()
         saved = await resumable_task(self.services.checkpoints, task_id, user_id=user_id, running=self._requests)
         meta = saved.meta
         known = self.registry.snapshot()
@@ -243,6 +258,7 @@ class Agent:
     async def aclose(self, *, grace: float | None = 30.0) -> None:
         """Wait for background work (cancelling what outlives ``grace`` seconds), then close the stores."""
         await self.drain(grace)
+        await self.mcp.aclose()
         if self.services.memory is not None:
             self.services.memory.close()
         if self.services.checkpoints is not None:
@@ -331,7 +347,9 @@ class Agent:
         return True
 
     def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
-        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=self.services.knowledge_loaded(), options=options)
+        index = self.services.tool_index
+        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=self.services.knowledge_loaded(), options=options,
+                         matcher=index.best_match if index is not None else None)
         if decision.mode != "tool":
             return decision
         for name in decision.tools:

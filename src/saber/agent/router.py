@@ -9,7 +9,7 @@ names the rule that fired; the ``route`` event carries it to the user.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -61,7 +61,12 @@ def find_needs(query: str) -> list[Need]:
     return [need for need in NEEDS if need.pattern.search(query)]
 
 
-def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None) -> RouteDecision:
+Matcher = Callable[[str, Collection[str]], "str | None"]
+"""``ToolIndex.best_match``: the (MCP) tool a query is clearly about when no keyword names a built-in."""
+
+
+def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None,
+          matcher: Matcher | None = None) -> RouteDecision:
     """Decide the mode for ``query`` given the available tool names and whether the knowledge base has chunks."""
     options = options or RouteOptions()
     needs = find_needs(query)
@@ -79,10 +84,11 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
         return RouteDecision(mode="tool", rule=f"explicit:tool({selected[0]})", tools=selected, needs=need_names)
     if options.use_rag and knowledge_loaded:
         return RouteDecision(mode="rag", rule="explicit:use_rag", tools=list(tools), needs=need_names)
-    return _route_by_keywords(query, needs, tools, knowledge_loaded and options.use_rag is not False)
+    return _route_by_keywords(query, needs, tools, knowledge_loaded and options.use_rag is not False, matcher)
 
 
-def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool) -> RouteDecision:
+def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool,
+                       matcher: Matcher | None = None) -> RouteDecision:
     names = [n.name for n in needs]
     available = list(tools)
     if kw.is_research_request(query):
@@ -92,6 +98,9 @@ def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], kn
     served = [n for n in needs if n.tool and n.tool in tools]
     if served:
         return RouteDecision(mode="tool", rule=f"keywords:tool({served[0].name})", tools=[served[0].tool or ""], needs=names)
+    match = matcher(query, available) if matcher is not None else None
+    if match is not None:
+        return RouteDecision(mode="tool", rule=f"tool-index:{match}", tools=[match], needs=names)
     if knowledge_loaded:
         return RouteDecision(mode="rag", rule="knowledge-base:loaded", tools=available, needs=names)
     return RouteDecision(mode="chat", rule="default:chat", tools=available, needs=names)

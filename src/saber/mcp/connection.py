@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TextIO, cast
 
 import anyio
 import mcp_types as types
@@ -85,10 +85,10 @@ class MCPConnection:
             self._stopping = False
             self._task = asyncio.create_task(self._run(), name=f"saber-mcp-{self.name}")
 
-    async def wait_settled(self, timeout: float | None) -> bool:
-        """Wait until the first attempt has ended (or ``timeout``); True when it has."""
+    async def wait_settled(self, limit: float | None) -> bool:
+        """Wait until the first attempt has ended (at most ``limit`` seconds); True when it has."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(limit):
                 await self._settled.wait()
             return True
         except TimeoutError:
@@ -182,7 +182,7 @@ class MCPConnection:
         c = self.config
         if c.command:
             params = StdioServerParameters(command=c.command, args=list(c.args), env=dict(c.env) or None, cwd=c.cwd)
-            return stdio_client(params, errlog=errlog)
+            return stdio_client(params, errlog=cast(TextIO, errlog))
         assert c.url is not None
         return _http_transport(c.url, dict(c.headers))
 

@@ -15,12 +15,13 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saber.mcp.config import MCPServerConfig
-from saber.mcp.connection import MCPConnection
-from saber.mcp.convert import saber_name, to_tool
 from saber.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from saber.mcp.connection import MCPConnection
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,8 @@ class MCPManager:
                 log.warning("MCP server %s is %s%s", c.name, c.state, f": {c.error}" if c.error else "")
 
     def _connect(self, config: MCPServerConfig) -> MCPConnection:
+        from saber.mcp.connection import MCPConnection  # the SDK is imported only when a server is used
+
         connection = MCPConnection(config, on_change=self._sync, startup_timeout=self.startup_timeout,
                                    max_failures=self.max_failures, backoff=self.backoff)
         self.connections[config.name] = connection
@@ -144,12 +147,14 @@ class MCPManager:
         config = self.configs.get(name)
         if config is None:
             raise KeyError(name)
-        return await probe(config, timeout=self.startup_timeout)
+        return await probe(config, startup=self.startup_timeout)
 
     # -- the registry ---------------------------------------------------------------------------
 
     def _sync(self, connection: MCPConnection) -> None:
         """Register ``connection``'s current tools in place of its previous ones."""
+        from saber.mcp.convert import saber_name, to_tool
+
         server = connection.name
         with self._lock:
             self._unregister(server)
@@ -188,12 +193,14 @@ class MCPManager:
                 log.exception("a listener of MCP tool changes failed")
 
 
-async def probe(config: MCPServerConfig, *, timeout: float = 10.0) -> dict[str, Any]:
+async def probe(config: MCPServerConfig, *, startup: float = 10.0) -> dict[str, Any]:
     """Connect once, list the tools, disconnect: what ``saber mcp test`` reports."""
-    connection = MCPConnection(config, startup_timeout=timeout, max_failures=1)
+    from saber.mcp.connection import MCPConnection
+
+    connection = MCPConnection(config, startup_timeout=startup, max_failures=1)
     connection.start()
     try:
-        await connection.wait_settled(timeout + 5)
+        await connection.wait_settled(startup + 5)
         tools = [{"name": t.name, "description": (t.description or "").strip().splitlines()[0] if t.description else ""}
                  for t in connection.tools]
         ok = connection.state == "ready"
