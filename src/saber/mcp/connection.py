@@ -71,6 +71,7 @@ class MCPConnection:
         self._wake = asyncio.Event()
         """Set when the session must end: lost, tools changed (re-list) or stop."""
         self._relist = False
+        self._up_since: float | None = None
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
 
@@ -94,6 +95,15 @@ class MCPConnection:
         except TimeoutError:
             return False
 
+    async def wait_ready(self, limit: float | None) -> bool:
+        """Wait until the server is connected (at most ``limit`` seconds); True when it is."""
+        try:
+            async with asyncio.timeout(limit):
+                await self._ready.wait()
+            return True
+        except TimeoutError:
+            return False
+
     async def stop(self) -> None:
         """Close the session and stop the server (a stdio server's process is ended by the SDK)."""
         self._stopping = True
@@ -112,17 +122,17 @@ class MCPConnection:
         failures = 0
         while not self._stopping:
             self.state = "starting" if self.restarts == 0 and failures == 0 else "restarting"
-            began = time.monotonic()
+            self._up_since = None
             try:
                 await self._serve_once()
             except Exception as exc:
                 self.error = _describe(exc)
                 log.warning("MCP server %s: %s", self.name, self.error)
-            was_up = self._ready.is_set()
+            stable = self._up_since is not None and time.monotonic() - self._up_since >= STABLE_SECONDS
             self._down()
             if self._stopping:
                 break
-            failures = 0 if was_up and time.monotonic() - began >= STABLE_SECONDS else failures + 1
+            failures = 0 if stable else failures + 1
             self._settled.set()
             if failures >= self.max_failures:
                 self.state = "failed"
@@ -172,6 +182,8 @@ class MCPConnection:
                 raise ConnectionError(f"no answer within {self.startup_timeout:g} s{_tail(errlog)}") from None
             except BaseException as exc:
                 leaf = _leaf(exc)
+                if isinstance(leaf, TimeoutError):
+                    raise ConnectionError(f"no answer within {self.startup_timeout:g} s{_tail(errlog)}") from None
                 if leaf is exc or not isinstance(leaf, Exception):
                     raise
                 raise ConnectionError(f"{_describe(leaf)}{_tail(errlog)}") from leaf
@@ -196,7 +208,17 @@ class MCPConnection:
             pass
         if not self._stopping:
             self.error = self.error or "the server closed the connection"
-            self._wake.set()
+            self._lost()
+
+    def _lost(self) -> None:
+        """The connection is gone: no new call may use the session; the runner starts again."""
+        if self._stopping:
+            return
+        self._session = None
+        self._ready.clear()
+        if self.state == "ready":
+            self.state = "restarting"
+        self._wake.set()
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -208,6 +230,7 @@ class MCPConnection:
 
     def _up(self, session: ClientSession, tools: list[types.Tool]) -> None:
         self._session = session
+        self._up_since = time.monotonic()
         self.state = "ready"
         self.error = None
         self._ready.set()
@@ -248,7 +271,7 @@ class MCPConnection:
         except MCPError as exc:
             raise self._call_error(tool, exc) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-            self._wake.set()
+            self._lost()
             raise ToolError(f"MCP server {self.name}: the connection failed during {tool}: {_describe(exc)}",
                             retryable=True) from None
         if not isinstance(result, types.CallToolResult):
@@ -257,7 +280,7 @@ class MCPConnection:
 
     def _call_error(self, tool: str, exc: MCPError) -> ToolError:
         if exc.code == types.CONNECTION_CLOSED:
-            self._wake.set()
+            self._lost()
             return ToolError(f"MCP server {self.name} closed the connection during {tool}", retryable=True)
         if exc.code == types.REQUEST_TIMEOUT:
             return ToolError(f"MCP server {self.name}: {tool} did not answer within {self.config.timeout:g} s",

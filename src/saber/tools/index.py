@@ -53,8 +53,8 @@ def _need_words(query: str) -> list[str]:
     Chinese query to an English tool description."""
     from saber.planner import keywords as kw
 
-    table = (("time", kw.TIME), ("weather", kw.WEATHER), ("search", kw.SEARCH))
-    return [word for word, pattern in table if pattern.search(query)]
+    table = (("time current now", kw.TIME), ("weather forecast", kw.WEATHER), ("search web", kw.SEARCH))
+    return [word for words, pattern in table if pattern.search(query) for word in words.split()]
 
 
 class ToolIndex:
