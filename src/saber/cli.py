@@ -22,6 +22,7 @@ from rich.table import Table
 from saber.agent.memory.store import MemoryStoreError
 from saber.config import ConfigError, Settings, config_path
 from saber.events import Event
+from saber.mcp.cli import mcp_app
 from saber.rag.cli import docs_app, ingest_command
 from saber.rag.documents import RagError
 from saber.tools.errors import ToolError
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 app.command("ingest", help="Add files or folders to the knowledge base.")(ingest_command)
 app.add_typer(docs_app, name="docs")
+app.add_typer(mcp_app, name="mcp")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -136,7 +136,7 @@ class MCPConnection:
             self._settled.set()
             if failures >= self.max_failures:
                 self.state = "failed"
-                log.error("MCP server %s failed %d times in a row; giving up: %s", self.name, failures, self.error)
+                log.warning("MCP server %s failed %d times in a row; giving up: %s", self.name, failures, self.error)
                 return
             self.state = "restarting"
             delay = min(self.max_backoff, self.backoff * 2 ** max(0, failures - 1))
