@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 import venv
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import free_port, settings_for
+from mcp_helpers import free_port, settings_for, wait_listening
 
 from saber.agent import Agent
 from saber.agent.memory import MemoryService
@@ -89,7 +87,7 @@ def everything_url() -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         yield url
     finally:
         proc.terminate()
@@ -97,18 +95,9 @@ def everything_url() -> Iterator[str]:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
-    for _ in range(300):
-        if proc.poll() is not None:
-            raise RuntimeError(f"server-everything exited: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("server-everything did not listen within 30 s")
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 @pytest.fixture

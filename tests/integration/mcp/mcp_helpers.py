@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +72,16 @@ def python_server(code: str) -> MCPServerConfig:
     return MCPServerConfig(name="broken", command=sys.executable, args=["-c", code])
 
 
+
+
+def wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
+    """Until something accepts connections on ``port``; an error with stderr if ``proc`` exits first."""
+    for _ in range(600):
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listened on port {port} within 60 s")
