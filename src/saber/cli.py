@@ -36,6 +36,7 @@ from saber.clikit.output import (
 from saber.clikit.render import JsonRenderer, RichRenderer
 from saber.db.cli import db_app
 from saber.llm.check_cli import model_app
+from saber.mcp.cli import mcp_app
 from saber.rag.cli import docs_app, ingest_command
 from saber.server.serve import serve_command
 
@@ -72,6 +73,7 @@ app.add_typer(docs_app, name="docs")
 app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
 app.command("serve", help="Run the HTTP API: REST + SSE, and OpenAI-compatible /v1.")(serve_command)
+app.add_typer(mcp_app, name="mcp")
 
 
 class Interrupted(Exception):

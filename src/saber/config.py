@@ -15,6 +15,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from saber.mcp.config import MCPServerConfig, check_server_entries
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the file or the setting."""
@@ -195,6 +197,20 @@ class Settings(BaseSettings):
     """Seconds running requests get to finish after SIGTERM before they are cancelled."""
     server_keep_finished: int = Field(1000, ge=0)
     """Finished tasks whose event logs stay in memory for ``/api/tasks/{id}/events``."""
+
+    # MCP servers ([[mcp.servers]] tables) and choosing among many tools
+    mcp_servers: list[MCPServerConfig] = Field(default_factory=list)
+    mcp_startup_timeout: float = Field(10.0, gt=0)
+    """Seconds the agent's start waits for its MCP servers; slower ones join when they are ready."""
+    tools_select_above: int = Field(30, ge=1)
+    """With more tools than this, the planner prompt lists only the most relevant ones."""
+    tools_select_k: int = Field(12, ge=1)
+    """How many tools the planner prompt lists when selecting."""
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _check_mcp_servers(cls, value: Any) -> Any:
+        return check_server_entries(value)
 
     @field_validator("home", mode="before")
     @classmethod

@@ -95,6 +95,8 @@ class Plan(_Event):
     warnings: list[str] = field(default_factory=list)
     source: str = "model"
     """model | rules"""
+    tools: list[str] | None = None
+    """The tools the planner was shown, when it was shown only the most relevant ones."""
 
 
 @dataclass(frozen=True, kw_only=True)

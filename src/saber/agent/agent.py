@@ -57,11 +57,13 @@ from saber.llm.guarded import GuardedModel
 from saber.llm.limits import limits_from_settings
 from saber.llm.nomodel import is_no_model
 from saber.llm.types import Message
+from saber.mcp.manager import MCPManager
 from saber.rag.engine import RagEngine
 from saber.rag.factory import engine_from_settings
 from saber.rag.tools import knowledge_tools
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
+from saber.tools.index import ToolIndex
 from saber.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -136,13 +138,21 @@ class Agent:
             memory=memory or MemoryService.from_settings(self.settings, embedder=engine.embedder, model=memory_model),
             checkpoints=checkpoints or _checkpoint_store(self.settings),
             sub_agents=default_sub_agents() if sub_agents is None else sub_agents,
+            tool_index=ToolIndex(engine.embedder),
         )
         self._requests: dict[str, _Request] = {}
         self._queues: dict[str, asyncio.Queue[Event | None]] = {}
         """Event queues of requests made but not yet served (``_new_turn`` → ``_serve``)."""
         self._background: set[asyncio.Task[Any]] = set()
+        self.mcp = MCPManager.from_settings(self.settings, registry)
+        """The MCP servers of ``[[mcp.servers]]``; connected by ``start()`` or the first request."""
+
+    async def start(self) -> list[dict[str, Any]]:
+        """Connect the MCP servers (waiting at most ``mcp_startup_timeout``); returns their status."""
+        return await self.mcp.start()
 
     async def __aenter__(self) -> Agent:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -183,6 +193,7 @@ class Agent:
         selected_tools = check_selected_tools(selected_tools)  # [] means no tool; only None means all
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
             raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
+        await self.mcp.start()
         tools = self.registry.filter(selected_tools) if selected_tools is not None else self.registry.snapshot()
         if use_rag is False:
             tools.pop("rag_search", None)
@@ -190,6 +201,7 @@ class Agent:
             await check_new_task_id(self.services.checkpoints, check_task_id(task_id), self._requests)
         options = RouteOptions(mode=mode, selected_tools=selected_tools, use_rag=use_rag)
         turn = self._new_turn(query, user_id, task_id or uuid.uuid4().hex, tools)
+        turn.selected_tools = selected_tools
         given_history = list(history) if history is not None else None
 
         async def work() -> str:
@@ -197,6 +209,9 @@ class Agent:
             remember = await self._prepare(turn)
             if given_history is not None:
                 turn.history = given_history
+            if self.services.tool_index is not None:
+                self.services.tool_index.update(self.registry.snapshot())
+                await self.services.tool_index.prepare_for(turn.query, turn.tools, above=self.settings.tools_select_above)
             decision = await self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools,
@@ -219,6 +234,7 @@ class Agent:
         check_task_id(task_id)
         if user_id is not None:
             check_user_id(user_id)
+        await self.mcp.start()
         saved = await resumable_task(self.services.checkpoints, task_id, user_id=user_id, running=self._requests)
         meta = saved.meta
         known = self.registry.snapshot()
@@ -278,6 +294,7 @@ class Agent:
     async def aclose(self, *, grace: float | None = 30.0) -> None:
         """Wait for background work (cancelling what outlives ``grace`` seconds), then close the stores."""
         await self.drain(grace)
+        await self.mcp.aclose()
         if self.services.memory is not None:
             self.services.memory.close()
         if self.services.checkpoints is not None:
@@ -369,7 +386,9 @@ class Agent:
     async def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
         loaded = self.services.knowledge_loaded()
         evidence = await self._knowledge_evidence(turn, options) if loaded else None
-        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=loaded, options=options, evidence=evidence)
+        index = self.services.tool_index
+        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=loaded, options=options, evidence=evidence,
+                         matcher=index.best_match if index is not None else None)
         if decision.mode != "tool":
             return decision
         for name in decision.tools:

@@ -48,6 +48,10 @@ class Turn:
     """Background work started for this request, cancelled with it."""
     tool_node: Node | None = None
     """The call tool mode decided on while routing."""
+    prompt_tools: list[str] | None = None
+    """The tools the planner prompt listed when there were too many to list all (else None)."""
+    selected_tools: list[str] | None = None
+    """The tools the caller chose: always listed to the planner."""
 
     @property
     def has_model(self) -> bool:

@@ -14,7 +14,7 @@ thanks are chat. A time or weather question about several places is a plan with 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -69,10 +69,15 @@ def find_needs(query: str) -> list[Need]:
     return [need for need in NEEDS if need.pattern.search(query)]
 
 
+Matcher = Callable[[str, Collection[str]], "str | None"]
+"""``ToolIndex.best_match``: the (MCP) tool a query is clearly about when no keyword names a built-in."""
+
+
 def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options: RouteOptions | None = None,
-          evidence: KnowledgeEvidence | None = None) -> RouteDecision:
+          evidence: KnowledgeEvidence | None = None, matcher: Matcher | None = None) -> RouteDecision:
     """Decide the mode for ``query`` given the available tool names, whether the knowledge base has
-    chunks and, when it has, how relevant its best passage is (``evidence``)."""
+    chunks and, when it has, how relevant its best passage is (``evidence``); ``matcher`` finds a
+    tool no keyword names (MCP tools)."""
     options = options or RouteOptions()
     needs = find_needs(query)
     need_names = [n.name for n in needs]
@@ -90,11 +95,11 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
     if options.use_rag and knowledge_loaded:
         return RouteDecision(mode="rag", rule="explicit:use_rag", tools=list(tools), needs=need_names, evidence=evidence)
     use_kb = knowledge_loaded and options.use_rag is not False
-    return _route_by_keywords(query, needs, tools, use_kb, evidence if use_kb else None)
+    return _route_by_keywords(query, needs, tools, use_kb, evidence if use_kb else None, matcher)
 
 
 def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], knowledge_loaded: bool,
-                       evidence: KnowledgeEvidence | None) -> RouteDecision:
+                       evidence: KnowledgeEvidence | None, matcher: Matcher | None = None) -> RouteDecision:
     names = [n.name for n in needs]
     available = list(tools)
     if kw.is_research_request(query):
@@ -115,6 +120,9 @@ def _route_by_keywords(query: str, needs: list[Need], tools: Collection[str], kn
         return RouteDecision(mode="tool", rule=f"keywords:tool({need.name})", tools=[need.tool or ""], needs=names)
     if kw.is_small_talk(query):
         return RouteDecision(mode="chat", rule="keywords:chat(small talk)", tools=available, needs=names)
+    match = matcher(query, available) if matcher is not None else None
+    if match is not None:
+        return RouteDecision(mode="tool", rule=f"tool-index:{match}", tools=[match], needs=names)
     if knowledge_loaded and kw.KNOWLEDGE.search(query):
         return RouteDecision(mode="rag", rule="keywords:rag(knowledge base named)", tools=available, needs=names,
                              evidence=evidence)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from saber.agent.subagents.base import SubAgentBase
     from saber.graph.checkpoint import CheckpointStore
     from saber.rag.engine import RagEngine
+    from saber.tools.index import ToolIndex
 
 
 @dataclass(kw_only=True)
@@ -26,6 +27,8 @@ class Services:
     memory: MemoryService | None = None
     checkpoints: CheckpointStore | None = None
     sub_agents: dict[str, SubAgentBase] = field(default_factory=dict)
+    tool_index: ToolIndex | None = None
+    """Ranks tools for routing and for the planner prompt when there are many (MCP) tools."""
 
     def knowledge_loaded(self) -> bool:
         return self.knowledge is not None and self.knowledge.loaded

@@ -30,6 +30,7 @@ from saber.planner import (
     replan,
     rule_plan,
 )
+from saber.tools.index import select_prompt_tools
 
 
 async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
@@ -40,7 +41,10 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
     agents = turn.services.agent_descriptions()
     if not turn.has_model:
         return _rules(turn, agents, []), "rules"
-    messages = build_planner_prompt(turn.query, turn.tools, agents=agents, preferences=turn.preferences,
+    shown, turn.prompt_tools = select_prompt_tools(
+        turn.query, turn.tools, turn.services.tool_index, above=turn.services.settings.tools_select_above,
+        k=turn.services.settings.tools_select_k, keep=turn.selected_tools or ())
+    messages = build_planner_prompt(turn.query, shown, agents=agents, preferences=turn.preferences,
                                     history=turn.history, language=turn.lang)
     fmt = plan_response_format(turn.tools, agents) if turn.services.settings.llm_structured_output else None
     try:
@@ -73,7 +77,8 @@ def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPla
 
 async def run_react(turn: Turn) -> str:
     plan, source = await make_plan(turn)
-    await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source))
+    await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source,
+                         tools=turn.prompt_tools))
     if not plan.nodes:
         return await run_chat(turn)
     runtime = await _runtime_for(turn, plan, source)
