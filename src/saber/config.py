@@ -164,8 +164,6 @@ class Settings(BaseSettings):
 
     # agent and memory
     history_turns: int = Field(20, ge=1)
-    max_query_chars: int = Field(20_000, ge=1)
-    """Longest query the agent accepts; a longer one is a ValueError naming both lengths."""
     memory_merge_threshold: float = Field(0.97, gt=0, le=1)
     """Cosine similarity at or above which a new memory updates an old one instead of being added."""
     memory_half_life_days: float = Field(30.0, gt=0)

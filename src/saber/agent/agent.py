@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from saber.agent.context import Turn
-from saber.agent.scope import within_request
 from saber.agent.memory import MemoryService
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.rag import run_rag
@@ -38,6 +37,7 @@ from saber.agent.prompts import language_of
 from saber.agent.redaction import checked_memory_text, redacted
 from saber.agent.relevance import KnowledgeEvidence, gate_for
 from saber.agent.router import Mode, RouteDecision, RouteOptions, needs_knowledge_evidence, route
+from saber.agent.scope import within_request
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
 from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from conftest import settings_for
 
+from conftest import settings_for
 from saber.agent import Agent
 from saber.events import Done
 from saber.llm.types import Completion, Message, ResponseFormat

@@ -7,8 +7,8 @@ from saber.agent.generate import stream_answer
 from saber.agent.grounded_call import ground_tool_call
 from saber.agent.modes.chat import run_chat
 from saber.agent.observations import as_text
-from saber.agent.render import ask_for_city, render_nodes
 from saber.agent.prompts import TOOL_ANSWER
+from saber.agent.render import ask_for_city, render_nodes
 from saber.events import Event, EventHandler, GraphReady, NodeDone, NodeStart, Step, Token, ToolCallEvent
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime

@@ -8,8 +8,6 @@ unknown city are not. Nothing is ever made up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import httpx
 from pydantic import BaseModel, ValidationError
 
