@@ -33,7 +33,7 @@ from saber.agent.modes.rag import run_rag
 from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import pick_tool_call, run_tool
 from saber.agent.prompts import language_of
-from saber.agent.redaction import checked_memory_text, redacted
+from saber.agent.redaction import checked_memory_text, off_loop_if_long, redacted
 from saber.agent.router import Mode, RouteDecision, RouteOptions, route
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
@@ -173,7 +173,7 @@ class Agent:
 
         async def work() -> str:
             remember = await self._prepare(turn)
-            decision = self._route(turn, options)
+            decision = await off_loop_if_long(turn.query, self._route, turn, options)  # rule scans of a long query
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
             answer = await self._dispatch(turn, decision)
