@@ -26,8 +26,18 @@ async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfi
             continue
         done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
         out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
-                    "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done})
+                    "query": _shown(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done})
     return out
+
+
+LISTED_QUERY_CHARS = 300
+"""A listing shows the start of a long query (the checkpoint keeps it whole, for a resume)."""
+
+
+def _shown(query: Any) -> Any:
+    if isinstance(query, str) and len(query) > LISTED_QUERY_CHARS:
+        return query[:LISTED_QUERY_CHARS] + f"… ({len(query):,} characters)"
+    return query
 
 
 async def check_new_task_id(store: CheckpointStore | None, task_id: str, running: Collection[str]) -> None:

@@ -153,3 +153,10 @@ async def test_a_research_planner_failure_is_announced(make_agent: Callable[...,
     answer = await agent.ask("research oolong tea", mode="react")
     errors = [e.data["message"] for e in answer.of_type("error")]
     assert any("research_agent: planning the queries failed" in m and "planner down" in m for m in errors), errors
+
+
+async def test_a_long_query_is_listed_by_its_start(make_agent: Callable[..., Agent]) -> None:
+    agent = make_agent(ScriptedModel(['[{"id": "n1", "tool": "quick"}]', "done"]), builtin=False, tools=[quick])
+    await agent.ask("run quick " + "x" * 50_000, mode="react", task_id="t-long")
+    [listed] = await agent.tasks(unfinished=False)
+    assert len(listed["query"]) < 400 and listed["query"].endswith("(50,010 characters)")
