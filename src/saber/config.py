@@ -176,7 +176,7 @@ class Settings(BaseSettings):
     """A longer query is refused with a ValueError naming this limit, before any event."""
     max_answer_chars: int = Field(200_000, ge=1)
     """A longer answer is cut to this length, with a note saying so."""
-    max_tool_result_chars: int = Field(1_000_000, ge=1)
+    max_tool_result_chars: int = Field(200_000, ge=1)
     """A tool's result (as JSON) is cut to this length, with a note saying so."""
     planner_max_nodes: int = Field(64, ge=1)
     """A plan with more nodes keeps its first this many, with a warning."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from saber.llm.base import ModelError
+from saber.llm.types import Message
 from saber.testing import ScriptedModel
 from saber.tools import Tool, ToolError
 
@@ -84,8 +86,18 @@ PLANS = [
 ]
 
 
-def faulty_model(rng: random.Random) -> ScriptedModel:
-    """A planner reply (a plan, garbage, a failure) then an answer (text or a failure), drawn from ``rng``."""
-    plan: Any = rng.choice([*PLANS, ModelError("planner endpoint down")])
-    answer: Any = rng.choice(["the answer", "答案", ModelError("generator endpoint down", retryable=True)])
-    return ScriptedModel([plan, answer, "extra reply", "extra reply"])
+ANSWERS: list[Any] = ["the answer", "答案", ModelError("generator endpoint down", retryable=True)]
+"""What a model says when asked for an answer (empty answers and non-ModelError exceptions are issue 20's)."""
+
+
+def faulty_model(seed: int) -> ScriptedModel:
+    """A model whose reply depends only on the seed, the kind of call (plan or answer) and the
+    request's text, never on the order concurrent requests reach it: a seed replays exactly."""
+
+    def reply(messages: Sequence[Message]) -> Any:
+        text = "\n".join(m.content or "" for m in messages)
+        planner = "task planner" in text or "任务规划器" in text
+        rng = random.Random(f"{seed}:{planner}:{text}")
+        return rng.choice([*PLANS, ModelError("planner endpoint down")]) if planner else rng.choice(ANSWERS)
+
+    return ScriptedModel([reply] * 10_000)

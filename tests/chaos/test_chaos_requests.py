@@ -4,7 +4,7 @@ cannot encode, and cancels at random points. Invariants, for every run:
 
 - the stream ends with exactly one ``done`` and nothing raises out of ``stream()``;
 - an empty answer comes with an ``error`` event;
-- after ``aclose()`` no task of the agent is left running.
+- after ``aclose()`` no task of the agent is left running, and no checkpoint says "running".
 
 The seed is printed on failure; ``CHAOS_SEED=<seed>`` replays it, ``CHAOS_RUNS`` sizes it.
 """
@@ -23,6 +23,7 @@ from saber.agent.memory import MemoryService
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.config import Settings
 from saber.events import Done, Event
+from saber.graph import SQLiteCheckpointStore
 from saber.rag.embedder import HashingEmbedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import SQLiteStore
@@ -35,14 +36,14 @@ QUERIES = ["北京天气和时间", "run the tools, my password is hunter2-x", "
            "search the web for oolong tea then summarise", "x" * 20_000, "[[[[{{{{", "🙂 \u202e reversed"]
 
 
-def _agent(home: Path, rng: random.Random) -> Agent:
+def _agent(home: Path, rng: random.Random, seed: int) -> Agent:
     settings = Settings(home=home, search_backend="none", graph_retry_delay=0.0, graph_max_retries=2,
                         graph_step_timeout=0.05, weather_geocoding_url="http://127.0.0.1:9/v1/search",
                         weather_forecast_url="http://127.0.0.1:9/v1/forecast", max_tool_result_chars=10_000)
     embedder = HashingEmbedder()
     engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder)
-    return Agent(settings, model=faulty_model(rng), builtin=False, tools=faulty_tools(rng), knowledge=engine,
+    return Agent(settings, model=faulty_model(seed), builtin=False, tools=faulty_tools(rng), knowledge=engine,
                  memory=memory)
 
 
@@ -75,13 +76,23 @@ def _check(run: int, events: list[Event], escaped: BaseException | None) -> list
     return problems
 
 
+async def _still_running(home: Path) -> list[str]:
+    """Checkpointed tasks left "running" once the agent is closed: a run that did not end cleanly."""
+    store = SQLiteCheckpointStore(Settings(home=home).sqlite_path)
+    try:
+        return [f"task {task_id}: its checkpoint is still running after aclose()"
+                for task_id in await store.list_tasks(status="running")]
+    finally:
+        await store.close()
+
+
 async def test_faulty_models_and_tools_never_break_a_request(tmp_path: Path, chaos_seed: int) -> None:
     release_threads.clear()
     problems: list[str] = []
     leftover: list[str] = []
     for start in range(0, RUNS, BATCH):
         rng = random.Random(chaos_seed + start)
-        agent = _agent(tmp_path / f"home-{start}", rng)
+        agent = _agent(tmp_path / f"home-{start}", rng, chaos_seed + start)
         before = asyncio.all_tasks()
         results = await asyncio.gather(*(_one(agent, random.Random(chaos_seed * 7919 + run), run)
                                          for run in range(start, min(start + BATCH, RUNS))))
@@ -90,6 +101,7 @@ async def test_faulty_models_and_tools_never_break_a_request(tmp_path: Path, cha
         await agent.aclose(grace=5)
         await asyncio.sleep(0)  # let cancelled tasks finish unwinding
         leftover.extend(t.get_name() for t in asyncio.all_tasks() - before if not t.done())
+        problems.extend(await _still_running(tmp_path / f"home-{start}"))
     release_threads.set()
     assert not problems, f"seed {chaos_seed}: " + "\n".join(problems[:20])
     assert not leftover, f"seed {chaos_seed}: tasks outlived aclose(): {leftover[:10]}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.util
 import logging
 import uuid
@@ -34,7 +35,7 @@ from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import ask_for_arguments, run_tool
 from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
-from saber.agent.redaction import checked_memory_text, redacted
+from saber.agent.redaction import checked_memory_text, off_loop_if_long, redacted
 from saber.agent.relevance import KnowledgeEvidence, gate_for
 from saber.agent.router import Mode, RouteDecision, RouteOptions, needs_knowledge_evidence, route
 from saber.agent.scope import within_request
@@ -387,8 +388,9 @@ class Agent:
         loaded = self.services.knowledge_loaded()
         evidence = await self._knowledge_evidence(turn, options) if loaded else None
         index = self.services.tool_index
-        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=loaded, options=options, evidence=evidence,
-                         matcher=index.best_match if index is not None else None)
+        rules = functools.partial(route, turn.query, tools=list(turn.tools), knowledge_loaded=loaded, options=options,
+                                  evidence=evidence, matcher=index.best_match if index is not None else None)
+        decision = await off_loop_if_long(turn.query, rules)  # rule scans of a long query run in a thread
         if decision.mode != "tool":
             return decision
         for name in decision.tools:

@@ -1,5 +1,6 @@
 """The one redaction used wherever a query or answer is persisted or published (history, the
-checkpoint's task meta, the event bus), and the memory gate, kept off the event loop for long text.
+checkpoint's task meta, the event bus), and the memory gate and routing, kept off the event loop
+for long text.
 
 The gates are linear but not free (about 2 µs a character): text longer than ``INLINE_CHARS`` is
 scanned in a worker thread, in windows, so the loop keeps serving other requests meanwhile.
@@ -8,10 +9,14 @@ scanned in a worker thread, in windows, so the loop keeps serving other requests
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from saber.agent.memory.gates import Rejection, check_memory_text, redact_secrets
 
 INLINE_CHARS = 4_096
+
+T = TypeVar("T")
 
 
 async def redacted(text: str) -> str:
@@ -26,3 +31,11 @@ async def checked_memory_text(text: str) -> Rejection | None:
     if len(text) <= INLINE_CHARS:
         return check_memory_text(text)
     return await asyncio.to_thread(check_memory_text, text)
+
+
+async def off_loop_if_long(text: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in a worker thread when ``text`` (what ``fn`` scans) is long: rule-based
+    scans (routing, city finding) of a 100 KB query must not stall the event loop."""
+    if len(text) <= INLINE_CHARS:
+        return fn(*args)
+    return await asyncio.to_thread(fn, *args)

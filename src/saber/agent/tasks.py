@@ -29,7 +29,7 @@ async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfi
         done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
         counts = {s: sum(1 for n in saved.nodes if n.status.value == s) for s in ("done", "failed", "skipped")}
         out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
-                    "query": saved.meta.get("query"), "nodes": len(saved.nodes), "finished": done,
+                    "query": _shown(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done,
                     **counts, "state": task_state(saved)})
     return out
 
@@ -41,6 +41,16 @@ def task_state(saved: Checkpoint, now: float | None = None) -> str:
         return str(saved.status)
     expired = saved.lease_until is not None and saved.lease_until <= (time.time() if now is None else now)
     return "interrupted" if expired or owner_gone(saved.owner) else "running"
+
+
+LISTED_QUERY_CHARS = 300
+"""A listing shows the start of a long query (the checkpoint keeps it whole, for a resume)."""
+
+
+def _shown(query: Any) -> Any:
+    if isinstance(query, str) and len(query) > LISTED_QUERY_CHARS:
+        return query[:LISTED_QUERY_CHARS] + f"… ({len(query):,} characters)"
+    return query
 
 
 async def check_new_task_id(store: CheckpointStore | None, task_id: str, running: Collection[str]) -> None:

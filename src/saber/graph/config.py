@@ -40,7 +40,7 @@ class GraphConfig:
     continue: they run, and receive ``{"error": ..., "status": "failed"}`` as that input."""
     max_replan: int = 2
     """How many times the replanning hook may be called during one task."""
-    max_result_chars: int = 1_000_000
+    max_result_chars: int = 200_000
     """A node's result, JSON-encoded, is cut to this many characters (with a note saying so)."""
 
     def __post_init__(self) -> None:

@@ -11,30 +11,34 @@ from __future__ import annotations
 import json
 from typing import Any
 
-TRUNCATED_NOTE = "[truncated: the result had {size} characters, over the limit of {limit} (max_tool_result_chars)]"
+TRUNCATED_NOTE = "[truncated: the result had {size} characters, over the limit of {limit:,} (max_tool_result_chars)]"
 
 _WALK_BUDGET = 5_000
 """Items a structured result may have and still be made safe on the event loop (bigger: a thread)."""
 
 
 def is_small(value: Any, budget: int = _WALK_BUDGET) -> bool:
-    """True when ``value`` has at most ``budget`` items and strings totalling little: cheap to encode inline."""
+    """True when ``value`` holds at most ``budget`` items and 64 KB of text: cheap to encode inline.
+
+    Containers are sized with ``len`` before they are opened, so a huge one is recognised at once;
+    a cycle uses up the budget and counts as big."""
     stack = [value]
     chars = 0
     while stack:
-        budget -= 1
-        if budget < 0:
-            return False
         item = stack.pop()
         if isinstance(item, str | bytes):
             chars += len(item)
-            if chars > 64 * budget + 65_536:
+            if chars > 65_536:
                 return False
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            stack.extend(item)
+        elif isinstance(item, dict | list | tuple | set | frozenset):
+            budget -= len(item) + 1
+            if budget < 0:
+                return False
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            else:
+                stack.extend(item)
     return True
 
 
@@ -51,13 +55,29 @@ def safe_result(value: Any, max_chars: int) -> Any:
     if isinstance(value, str):
         return _cut(value, max_chars)
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
+        text, complete = _encode_upto(value, max_chars)
     except (TypeError, ValueError, RecursionError):
         value = jsonable(value)
-        text = json.dumps(value, ensure_ascii=False)
-    if len(text) > max_chars:
-        return _cut(text, max_chars)
+        text, complete = _encode_upto(value, max_chars)
+    if not complete:
+        return text[:max_chars] + "\n" + TRUNCATED_NOTE.format(size=f"more than {max_chars:,}", limit=max_chars)
     return value
+
+
+def _encode_upto(value: Any, max_chars: int) -> tuple[str, bool]:
+    """``value`` as JSON, stopping once past ``max_chars`` (then False). Encoded piece by piece
+    (``iterencode``), so a thread doing this hands the GIL back to the event loop as it goes,
+    and a 10 MB structure costs only as much as the part that is kept."""
+    if is_small(value):
+        return json.dumps(value, ensure_ascii=False, default=str), True
+    parts: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(value):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > max_chars:
+            return "".join(parts), False
+    return "".join(parts), True
 
 
 def jsonable(value: Any, _seen: frozenset[int] = frozenset(), _depth: int = 0) -> Any:
@@ -82,4 +102,4 @@ def jsonable(value: Any, _seen: frozenset[int] = frozenset(), _depth: int = 0) -
 def _cut(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
-    return text[:max_chars] + "\n" + TRUNCATED_NOTE.format(size=len(text), limit=max_chars)
+    return text[:max_chars] + "\n" + TRUNCATED_NOTE.format(size=f"{len(text):,}", limit=max_chars)

@@ -11,10 +11,16 @@ import pytest
 
 from conftest import settings_for
 from saber.agent import Agent
+from saber.config import Settings
 from saber.events import Done
 from saber.llm.types import Completion, Message, ResponseFormat
 from saber.testing import ScriptedModel
 from saber.tools import Tool, tool
+
+
+def settings_for(home: Any, **overrides: Any) -> Settings:
+    return Settings(home=home, search_backend="none", weather_geocoding_url="http://127.0.0.1:9/v1/search",
+                    weather_forecast_url="http://127.0.0.1:9/v1/forecast", **overrides)
 
 
 @tool
@@ -148,3 +154,10 @@ async def test_a_research_planner_failure_is_announced(make_agent: Callable[...,
     answer = await agent.ask("research oolong tea", mode="react")
     errors = [e.data["message"] for e in answer.of_type("error")]
     assert any("research_agent: planning the queries failed" in m and "planner down" in m for m in errors), errors
+
+
+async def test_a_long_query_is_listed_by_its_start(make_agent: Callable[..., Agent]) -> None:
+    agent = make_agent(ScriptedModel(['[{"id": "n1", "tool": "quick"}]', "done"]), builtin=False, tools=[quick])
+    await agent.ask("run quick " + "x" * 50_000, mode="react", task_id="t-long")
+    [listed] = await agent.tasks(unfinished=False)
+    assert len(listed["query"]) < 400 and listed["query"].endswith("(50,010 characters)")

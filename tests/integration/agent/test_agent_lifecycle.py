@@ -150,12 +150,19 @@ async def test_a_blocking_subscriber_never_delays_done(make_agent: Callable[...,
     import threading
 
     release = threading.Event()
+    returned: list[bool] = []
+
+    def blocking(topic: str, payload: object) -> None:
+        returned.append(release.wait(5))  # bounded: a subscriber that blocks the loop fails in 5 s, not 30
+
     agent = make_agent(ScriptedModel(["hi!"]))
-    agent.bus.subscribe("agent.chat", lambda topic, payload: release.wait(30))
+    agent.bus.subscribe("agent.chat", blocking)
     answer = await agent.ask("hello", user_id="u9")
-    assert answer.answer == "hi!", "done arrived while the subscriber was still blocked"
+    assert answer.answer == "hi!"
+    assert returned == [], "done arrived only after the subscriber gave up waiting: it blocked the loop"
     release.set()
     await agent.drain()
+    assert returned == [True]
 
 
 async def test_a_task_id_cannot_be_reused(make_agent: Callable[..., Agent]) -> None:

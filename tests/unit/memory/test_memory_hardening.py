@@ -36,3 +36,10 @@ def test_a_secret_anywhere_in_long_text_is_found_and_located(offset: int) -> Non
     start, end = found.span
     assert text[start:end].startswith("sk-proj-")
     assert secret not in redact_secrets(text)
+
+
+def test_preferences_are_read_from_the_start_of_a_long_message_only() -> None:
+    from saber.agent.memory.preferences import MAX_SCAN_CHARS
+
+    assert extract_preferences("My name is Alice. " + "filler text. " * 10_000)["name"] == "Alice"
+    assert extract_preferences("x. " * MAX_SCAN_CHARS + "My name is Bob.") == {}

@@ -187,10 +187,16 @@ def _gate(candidates: Mapping[str, str]) -> PreferenceExtraction:
     return result
 
 
+MAX_SCAN_CHARS = 2_000
+
+
 def extract_preferences_checked(text: str, *, city_normaliser: CityNormaliser = known_city) -> PreferenceExtraction:
-    """Rule extraction with the gates' verdicts; later clauses win ("我住在北京…现在住在上海")."""
+    """Rule extraction with the gates' verdicts; later clauses win ("我住在北京…现在住在上海").
+
+    Only the first ``MAX_SCAN_CHARS`` characters are read: people say who they are in a message,
+    not deep inside a pasted document, and the rules run on the event loop."""
     candidates: dict[str, str] = {}
-    for clause in _clauses(text):
+    for clause in _clauses(text[:MAX_SCAN_CHARS]):
         candidates.update(_rule_updates(clause, city_normaliser))
     return _gate(candidates)
 

@@ -84,7 +84,7 @@ async def run_react(turn: Turn) -> str:
     runtime = await _runtime_for(turn, plan, source)
     if runtime is None:
         return await run_chat(turn)
-    return await answer_from_run(turn, await runtime.run())
+    return await _answer_and_record(turn, await runtime.run())
 
 
 async def _runtime_for(turn: Turn, plan: ParsedPlan, source: str) -> GraphRuntime | None:
