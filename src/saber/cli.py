@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from saber import jsonsafe
 from saber.agent.memory.store import MemoryStoreError
 from saber.config import ConfigError, Settings, config_path
 from saber.events import Event
@@ -162,12 +163,12 @@ def _with_agent(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
 
 
 def _print_json(data: Any) -> None:
-    out.print(json.dumps(data, ensure_ascii=False, indent=2), markup=False)
+    out.print(jsonsafe.dumps(data, indent=2), markup=False)
 
 
 class _JsonRenderer:
     def render(self, event: Event) -> None:
-        out.print(json.dumps(event.to_dict(), ensure_ascii=False, default=str), markup=False)
+        out.print(jsonsafe.dumps(event.to_dict()), markup=False)
 
 
 class _RichRenderer:
