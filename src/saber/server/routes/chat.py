@@ -16,8 +16,8 @@ from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
 from saber.server.runs import RunManager, TaskRun
 from saber.server.schemas import ChatRequest, ChatResponse, EventOut
-from saber.tools.errors import ToolError, UnknownToolError
 from saber.server.sse import SSE_RESPONSE, stream_run
+from saber.tools.errors import ToolError, UnknownToolError
 
 router = APIRouter(tags=["chat"], responses=ERROR_RESPONSES)
 
