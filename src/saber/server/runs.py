@@ -12,8 +12,10 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+
+from starlette.types import Message
 
 from saber.agent import Agent
 from saber.events import Done, Event
@@ -121,6 +123,26 @@ class RunManager:
     async def wait(self, run: TaskRun) -> None:
         if run.pump is not None:
             await asyncio.gather(asyncio.shield(run.pump), return_exceptions=True)
+
+    async def wait_or_cancel(self, run: TaskRun, receive: Callable[[], Awaitable[Message]]) -> None:
+        """Wait for ``run`` to finish; if the client hangs up first (``receive`` gives
+        ``http.disconnect``), cancel it: nobody is left to read the answer."""
+
+        async def hung_up() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        watcher = asyncio.ensure_future(hung_up())
+        finished = asyncio.ensure_future(self.wait(run))
+        try:
+            await asyncio.wait([watcher, finished], return_when=asyncio.FIRST_COMPLETED)
+            if not finished.done():
+                await self.cancel(run)
+                await finished
+        finally:
+            watcher.cancel()
+            finished.cancel()
+            await asyncio.gather(watcher, finished, return_exceptions=True)
 
     async def shutdown(self, grace: float) -> None:
         """Refuse new requests, give running ones ``grace`` seconds, then cancel the rest (their

@@ -183,3 +183,14 @@ def test_a_task_id_in_use_is_refused(serve: Callable[..., LiveServer], fake_llm:
         assert client.post("/api/chat", json={"message": "hi", "task_id": "t-1", "mode": "react"}).status_code == 200
         r = client.post("/api/chat", json={"message": "hi", "task_id": "t-1", "mode": "react"})
         assert r.status_code == 409 and "already exists" in r.json()["error"]["message"]
+
+
+def test_a_plain_chat_whose_client_hangs_up_is_cancelled(serve: Callable[..., LiveServer],
+                                                        fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.queue(plan(30))
+    live = serve(tools=[slow_step], builtin=False)
+    with httpx.Client(base_url=live.url, timeout=30) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post("/api/chat", json={"message": "wait long", "mode": "react", "task_id": "t-gone"}, timeout=1.0)
+        wait_status(client, "t-gone", "cancelled")
+        assert CANCELLED
