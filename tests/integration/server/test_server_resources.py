@@ -22,6 +22,7 @@ def test_documents_upload_list_read_delete_per_user(serve: Callable[..., LiveSer
         assert r.status_code == 201, r.text
         uploaded = r.json()
         assert [d["status"] for d in uploaded] == ["created", "created"] and all(d["indexed"] for d in uploaded)
+        assert [d["source"] for d in uploaded] == ["茶.md", "notes_draft_.txt"], "the name, not a path on the server"
         ids = sorted(d["id"] for d in uploaded)
         assert sorted(d["id"] for d in client.get("/api/documents", headers=ALICE).json()) == ids
         assert client.get("/api/documents", headers=BOB).json() == []

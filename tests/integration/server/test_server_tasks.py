@@ -194,3 +194,15 @@ def test_a_plain_chat_whose_client_hangs_up_is_cancelled(serve: Callable[..., Li
             client.post("/api/chat", json={"message": "wait long", "mode": "react", "task_id": "t-gone"}, timeout=1.0)
         wait_status(client, "t-gone", "cancelled")
         assert CANCELLED
+
+
+def test_keep_alive_comments_while_nothing_happens(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.queue(plan(1.0), "done waiting")
+    live = serve(tools=[slow_step], builtin=False)
+    live.app.state.ping_seconds = 0.2
+    with httpx.Client(base_url=live.url, timeout=30) as client, \
+            client.stream("POST", "/api/chat/stream", json={"message": "wait a second", "mode": "react"}) as r:
+        lines = list(r.iter_lines())
+    pings = [line for line in lines if line.startswith(": ping")]
+    assert len(pings) >= 2, lines
+    assert lines.index(pings[0]) > lines.index("event: node_start"), "pings fill the silence while the step runs"
