@@ -61,6 +61,7 @@ class RunManager:
         self._runs: OrderedDict[str, TaskRun] = OrderedDict()
 
     def running(self, user_id: str | None = None) -> list[TaskRun]:
+        """Runs not finished (including ones still starting), of one user or all."""
         return [r for r in self._runs.values() if not r.finished and (user_id is None or r.user_id == user_id)]
 
     def get(self, task_id: str, user_id: str) -> TaskRun | None:
@@ -86,12 +87,22 @@ class RunManager:
         the agent rejects (a task id in use, a task that cannot be resumed) raises ``ValueError``
         before anything is streamed."""
         self.admit(run.user_id)
-        if run.task_id in self._runs and not self._runs[run.task_id].finished:
+        previous = self._runs.get(run.task_id)
+        if previous is not None and not previous.finished:
             raise ApiError(409, "conflict", f"task {run.task_id!r} is already running")
-        stream = source()
-        first = await anext(aiter(stream))
-        self._runs[run.task_id] = run
+        if previous is not None and run.kind != "resume":
+            raise ApiError(409, "conflict", f"task id {run.task_id!r} already exists: choose a new one")
+        self._runs[run.task_id] = run  # counted against the user's limit from now on
         self._runs.move_to_end(run.task_id)
+        try:
+            stream = source()
+            first = await anext(aiter(stream))
+        except BaseException:
+            if previous is not None:
+                self._runs[run.task_id] = previous
+            else:
+                del self._runs[run.task_id]
+            raise
         run.log.append(first.type, first.data)
         run.pump = asyncio.create_task(self._pump(run, stream), name=f"saber-server-run-{run.task_id}")
         return run

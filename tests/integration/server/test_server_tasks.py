@@ -177,12 +177,16 @@ def test_a_user_at_the_limit_gets_429_others_do_not(serve: Callable[..., LiveSer
 
 
 def test_a_task_id_in_use_is_refused(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
-    fake_llm.queue("first")
+    fake_llm.queue("first", "second")
     live = serve()
     with httpx.Client(base_url=live.url, timeout=30) as client:
-        assert client.post("/api/chat", json={"message": "hi", "task_id": "t-1", "mode": "react"}).status_code == 200
-        r = client.post("/api/chat", json={"message": "hi", "task_id": "t-1", "mode": "react"})
-        assert r.status_code == 409 and "already exists" in r.json()["error"]["message"]
+        for mode in ("react", "chat"):
+            task_id = f"t-{mode}"
+            assert client.post("/api/chat", json={"message": "hi", "task_id": task_id, "mode": mode}).status_code == 200
+            r = client.post("/api/chat", json={"message": "hi", "task_id": task_id, "mode": mode})
+            assert r.status_code == 409 and "already exists" in r.json()["error"]["message"]
+            events = client.get(f"/api/tasks/{task_id}/events").text
+            assert events.count("event: start") == 1, "the first run's log is intact"
 
 
 def test_a_plain_chat_whose_client_hangs_up_is_cancelled(serve: Callable[..., LiveServer],
