@@ -171,3 +171,21 @@ def test_serve_refuses_a_public_address_without_keys_and_prints_new_keys() -> No
     assert "--insecure-no-auth" in done.stderr and "Traceback" not in done.stderr
     done = run_saber("serve", "--new-key", "alice")
     assert done.returncode == 0 and "sha256:" in done.stdout and "alice" in done.stdout
+
+
+@pytest.mark.slow
+def test_serve_says_in_one_line_why_the_agent_cannot_start() -> None:
+    (Path(os.environ["SABER_HOME"]) / "saber.db").mkdir(parents=True)  # a folder where the database file goes
+    done = run_saber("serve", "--port", str(free_port()))
+    assert done.returncode == 2
+    assert "saber: error: cannot start: OperationalError: unable to open database file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_serve_refuses_a_plain_key_in_the_config() -> None:
+    home = Path(os.environ["SABER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "saber.toml").write_text('[server.api_keys]\n"sk-plain-key" = "alice"\n', encoding="utf-8")
+    done = run_saber("serve", "--port", str(free_port()))
+    assert done.returncode == 2 and "is not a key hash" in done.stderr and "Traceback" not in done.stderr
