@@ -162,6 +162,21 @@ async def first_event_times(url: str, n: int) -> list[float] | None:
     return None if any(t is None for t in times) else [t for t in times if t is not None]
 
 
+async def one_at_a_time(url: str, n: int = 30) -> float:
+    """Median seconds to the first event of one stream at a time (the fixed cost per stream);
+    each stream is closed at its first event."""
+    times = []
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        for i in range(n):
+            sent = time.perf_counter()
+            async with client.stream("POST", "/api/chat/stream", json={"message": f"one {i}", "mode": "chat"}) as r:
+                async for line in r.aiter_lines():
+                    if line.startswith("data:"):
+                        times.append(time.perf_counter() - sent)
+                        break
+    return statistics.median(times[5:])
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98] if len(values) > 1 else values[0]
 
@@ -227,16 +242,19 @@ def main() -> None:
             print(kind, file=sys.stderr)
             try:
                 streams, streams_p99 = asyncio.run(max_streams(url, args.max_streams))
+                single = asyncio.run(one_at_a_time(url))
                 rps = asyncio.run(requests_per_second(url, args.concurrency, args.duration))
             finally:
                 proc.terminate()
                 proc.wait(30)
-            results[kind] = {"streams": streams, "p99_ms": streams_p99 * 1000, "rps": rps}
+            results[kind] = {"streams": streams, "p99_ms": streams_p99 * 1000, "rps": rps, "single_ms": single * 1000}
     bare, saber = results["bare"], results["saber"]
     print(f"{'':34} {'Saber':>10} {'bare FastAPI':>13} {'ratio':>7}")
     print(f"{'SSE streams, p99 first event<100ms':34} {saber['streams']:>10.0f} {bare['streams']:>13.0f} "
           f"{saber['streams'] / max(bare['streams'], 1):>7.2f}")
     print(f"{'  p99 time to first event (ms)':34} {saber['p99_ms']:>10.1f} {bare['p99_ms']:>13.1f}")
+    print(f"{'one stream: median first event (ms)':34} {saber['single_ms']:>10.1f} {bare['single_ms']:>13.1f} "
+          f"{saber['single_ms'] / bare['single_ms']:>7.2f}")
     print(f"{'/api/chat requests/s (no-op tool)':34} {saber['rps']:>10.0f} {bare['rps']:>13.0f} "
           f"{saber['rps'] / bare['rps']:>7.2f}")
 
