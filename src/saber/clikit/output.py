@@ -10,6 +10,8 @@ import sys
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from saber import jsonsafe
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
@@ -77,6 +79,5 @@ def write_raw(text: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    import json
 
-    write_raw(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    write_raw(jsonsafe.dumps(data, indent=2))

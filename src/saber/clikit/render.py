@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from saber import jsonsafe
 from saber.clikit.output import err, line, out, write_raw
 
 _STATUS_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "cancelled": "yellow"}
@@ -42,7 +43,7 @@ class JsonRenderer:
 
     def render(self, kind: str, data: dict[str, Any], event: dict[str, Any]) -> None:
         self.state.note(kind, data)
-        write_raw(json.dumps(event, ensure_ascii=False, default=str))
+        write_raw(jsonsafe.dumps(event))
 
 
 class RichRenderer:

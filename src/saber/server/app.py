@@ -31,7 +31,11 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        built = agent if agent is not None else await asyncio.to_thread(Agent, settings)
+        try:
+            built = agent if agent is not None else await asyncio.to_thread(Agent, settings)
+        except Exception as exc:  # `saber serve` reports it in one line
+            app.state.startup_error = f"{type(exc).__name__}: {exc}"
+            raise
         await asyncio.to_thread(_import_lazy_modules)
         owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
         runs = RunManager(built, max_running_per_user=settings.server_max_running_per_user,
@@ -48,7 +52,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
 
     app = FastAPI(title="Saber", version="0.1.0", lifespan=lifespan,
                   description="Saber's agent over HTTP: REST + Server-Sent Events, and an OpenAI-compatible endpoint.")
-    app.state.settings, app.state.keys, app.state.agent = settings, keys, None
+    app.state.settings, app.state.keys, app.state.agent, app.state.startup_error = settings, keys, None, None
     install_error_handlers(app)
     upload_limit = int(MAX_FILES * settings.rag_max_file_mb * 1048576) + 1048576
 

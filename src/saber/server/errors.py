@@ -61,6 +61,8 @@ def describe_validation(errors: Sequence[Any]) -> str:
             ctx = e.get("ctx") or {}
             msg = f"malformed JSON ({ctx.get('error', 'cannot be parsed')})"
             loc = "body"
+        elif e.get("type") == "model_attributes_type" and loc == "body":
+            msg = "expected a JSON object (send Content-Type: application/json)"
         parts.append(f"{loc}: {msg}")
     return "; ".join(parts) or "invalid request"
 

@@ -12,8 +12,10 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+
+from starlette.types import Message
 
 from saber.agent import Agent
 from saber.events import Done, Event
@@ -59,6 +61,7 @@ class RunManager:
         self._runs: OrderedDict[str, TaskRun] = OrderedDict()
 
     def running(self, user_id: str | None = None) -> list[TaskRun]:
+        """Runs not finished (including ones still starting), of one user or all."""
         return [r for r in self._runs.values() if not r.finished and (user_id is None or r.user_id == user_id)]
 
     def get(self, task_id: str, user_id: str) -> TaskRun | None:
@@ -84,12 +87,22 @@ class RunManager:
         the agent rejects (a task id in use, a task that cannot be resumed) raises ``ValueError``
         before anything is streamed."""
         self.admit(run.user_id)
-        if run.task_id in self._runs and not self._runs[run.task_id].finished:
+        previous = self._runs.get(run.task_id)
+        if previous is not None and not previous.finished:
             raise ApiError(409, "conflict", f"task {run.task_id!r} is already running")
-        stream = source()
-        first = await anext(aiter(stream))
-        self._runs[run.task_id] = run
+        if previous is not None and run.kind != "resume":
+            raise ApiError(409, "conflict", f"task id {run.task_id!r} already exists: choose a new one")
+        self._runs[run.task_id] = run  # counted against the user's limit from now on
         self._runs.move_to_end(run.task_id)
+        try:
+            stream = source()
+            first = await anext(aiter(stream))
+        except BaseException:
+            if previous is not None:
+                self._runs[run.task_id] = previous
+            else:
+                del self._runs[run.task_id]
+            raise
         run.log.append(first.type, first.data)
         run.pump = asyncio.create_task(self._pump(run, stream), name=f"saber-server-run-{run.task_id}")
         return run
@@ -121,6 +134,26 @@ class RunManager:
     async def wait(self, run: TaskRun) -> None:
         if run.pump is not None:
             await asyncio.gather(asyncio.shield(run.pump), return_exceptions=True)
+
+    async def wait_or_cancel(self, run: TaskRun, receive: Callable[[], Awaitable[Message]]) -> None:
+        """Wait for ``run`` to finish; if the client hangs up first (``receive`` gives
+        ``http.disconnect``), cancel it: nobody is left to read the answer."""
+
+        async def hung_up() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        watcher = asyncio.ensure_future(hung_up())
+        finished = asyncio.ensure_future(self.wait(run))
+        try:
+            await asyncio.wait([watcher, finished], return_when=asyncio.FIRST_COMPLETED)
+            if not finished.done():
+                await self.cancel(run)
+                await finished
+        finally:
+            watcher.cancel()
+            finished.cancel()
+            await asyncio.gather(watcher, finished, return_exceptions=True)
 
     async def shutdown(self, grace: float) -> None:
         """Refuse new requests, give running ones ``grace`` seconds, then cancel the rest (their

@@ -66,7 +66,28 @@ def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "i
 
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=int(grace) + 15,
                             lifespan="on")
-    _Server(config).run()
+    quiet = _NoStartupTraceback(app)
+    logging.getLogger("uvicorn.error").addFilter(quiet)
+    try:
+        _Server(config).run()
+    except SystemExit:
+        if app.state.startup_error is None:
+            raise
+    finally:
+        logging.getLogger("uvicorn.error").removeFilter(quiet)
+    if app.state.startup_error is not None:
+        raise ConfigError(f"cannot start: {app.state.startup_error}")
+
+
+class _NoStartupTraceback(logging.Filter):
+    """The agent could not be built: that is said in one line afterwards, not as a traceback."""
+
+    def __init__(self, app: FastAPI) -> None:
+        super().__init__()
+        self.app = app
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.app.state.startup_error is None or not str(record.msg).startswith("Traceback")
 
 
 def serve_command(

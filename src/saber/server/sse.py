@@ -12,6 +12,7 @@ from saber.server.errors import ApiError
 from saber.server.runs import RunManager, TaskRun
 
 PING_SECONDS = 15.0
+"""Seconds between keep-alive comments while a stream has nothing to send (``app.state.ping_seconds``)."""
 
 SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-Sent Events: `id: <sequence number>`, `event: <type>`, `data: <json>`; the last "
@@ -47,5 +48,6 @@ def stream_run(request: Request, manager: RunManager, run: TaskRun, *, after: in
                 await manager.cancel(run)
 
     grace = float(request.app.state.settings.server_shutdown_grace) + 5.0
-    return EventSourceResponse(events(), ping=PING_SECONDS, shutdown_grace_period=grace,
+    ping = float(getattr(request.app.state, "ping_seconds", PING_SECONDS))
+    return EventSourceResponse(events(), ping=ping, shutdown_grace_period=grace,
                                headers={"Cache-Control": "no-store", "X-Task-ID": run.task_id})

@@ -87,7 +87,7 @@ class LiveServer:
             assert self.server is not None
             try:
                 serving = asyncio.ensure_future(self.server.serve(sockets=[self.sock]))
-                while not self.server.started and not serving.done():
+                while not self.server.started and not serving.done():  # noqa: ASYNC110 - uvicorn has no started event
                     await asyncio.sleep(0.01)
                 ready.set()
                 await serving

@@ -69,16 +69,16 @@ def test_sigterm_lets_short_requests_finish_cancels_the_rest_and_a_restart_resum
     url = f"http://127.0.0.1:{port}"
     with FakeOpenAIServer([plan(60), plan(0.5), "the short one finished", "resumed after the restart"]) as llm:
         proc = start(home, port, llm.base_url)
-        with httpx.Client(base_url=url, timeout=30) as long_client, httpx.Client(base_url=url, timeout=30) as short_client:
-            with long_client.stream("POST", "/api/chat/stream", json={"message": "a long job", "mode": "react"}) as long_r:
-                long_events = read_sse(long_r)
-                task_id = events_until(long_events, "node_start")[0].data["task_id"]
-                with short_client.stream("POST", "/api/chat/stream", json={"message": "a short job", "mode": "react"}) as short_r:
-                    short_events = read_sse(short_r)
-                    events_until(short_events, "node_start")
-                    proc.send_signal(signal.SIGTERM)
-                    short_done = events_until(short_events, "done")[-1]
-                long_done = events_until(long_events, "done")[-1]
+        with httpx.Client(base_url=url, timeout=30) as long_client, httpx.Client(base_url=url, timeout=30) as short_client, \
+                long_client.stream("POST", "/api/chat/stream", json={"message": "a long job", "mode": "react"}) as long_r:
+            long_events = read_sse(long_r)
+            task_id = events_until(long_events, "node_start")[0].data["task_id"]
+            with short_client.stream("POST", "/api/chat/stream", json={"message": "a short job", "mode": "react"}) as short_r:
+                short_events = read_sse(short_r)
+                events_until(short_events, "node_start")
+                proc.send_signal(signal.SIGTERM)
+                short_done = events_until(short_events, "done")[-1]
+            long_done = events_until(long_events, "done")[-1]
         assert short_done.data["interrupted"] is False and short_done.data["answer"] == "the short one finished"
         assert long_done.data["interrupted"] is True and long_done.data["task_id"] == task_id
         with pytest.raises(httpx.ConnectError):
@@ -119,7 +119,7 @@ async def test_a_request_never_blocks_the_event_loop_for_50_ms(tmp_path: Path, c
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
+        while not server.started:  # noqa: ASYNC110 - uvicorn has no started event
             await asyncio.sleep(0.01)
         try:
             async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -171,3 +171,21 @@ def test_serve_refuses_a_public_address_without_keys_and_prints_new_keys() -> No
     assert "--insecure-no-auth" in done.stderr and "Traceback" not in done.stderr
     done = run_saber("serve", "--new-key", "alice")
     assert done.returncode == 0 and "sha256:" in done.stdout and "alice" in done.stdout
+
+
+@pytest.mark.slow
+def test_serve_says_in_one_line_why_the_agent_cannot_start() -> None:
+    (Path(os.environ["SABER_HOME"]) / "saber.db").mkdir(parents=True)  # a folder where the database file goes
+    done = run_saber("serve", "--port", str(free_port()))
+    assert done.returncode == 2
+    assert "saber: error: cannot start: OperationalError: unable to open database file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_serve_refuses_a_plain_key_in_the_config() -> None:
+    home = Path(os.environ["SABER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "saber.toml").write_text('[server.api_keys]\n"sk-plain-key" = "alice"\n', encoding="utf-8")
+    done = run_saber("serve", "--port", str(free_port()))
+    assert done.returncode == 2 and "is not a key hash" in done.stderr and "Traceback" not in done.stderr

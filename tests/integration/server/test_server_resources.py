@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
-from server_helpers import LiveServer
+import pytest
+from server_helpers import LiveServer, make_agent, settings_for
 
 from saber.testing import FakeOpenAIServer
 
@@ -22,6 +25,7 @@ def test_documents_upload_list_read_delete_per_user(serve: Callable[..., LiveSer
         assert r.status_code == 201, r.text
         uploaded = r.json()
         assert [d["status"] for d in uploaded] == ["created", "created"] and all(d["indexed"] for d in uploaded)
+        assert [d["source"] for d in uploaded] == ["茶.md", "notes_draft_.txt"], "the name, not a path on the server"
         ids = sorted(d["id"] for d in uploaded)
         assert sorted(d["id"] for d in client.get("/api/documents", headers=ALICE).json()) == ids
         assert client.get("/api/documents", headers=BOB).json() == []
@@ -63,3 +67,12 @@ def test_tools_and_local_mode_users(serve: Callable[..., LiveServer], fake_llm: 
         assert len(client.get("/api/memory", params={"user_id": "u7"}).json()["history"]) == 2
         assert client.get("/api/memory").json()["history"] == []
         assert client.get("/api/status").json()["auth"] is False
+
+
+async def test_agent_as_an_async_context_manager(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "home")
+    async with make_agent(settings, None) as agent:
+        answer = await agent.ask("现在几点 in UTC", user_id="u1")
+        assert answer.mode == "tool" and "UTC" in answer.answer
+    with pytest.raises(sqlite3.ProgrammingError):  # closed on leaving the block
+        await agent.services.memory.history("u1")  # type: ignore[union-attr]

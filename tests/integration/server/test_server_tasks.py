@@ -177,9 +177,36 @@ def test_a_user_at_the_limit_gets_429_others_do_not(serve: Callable[..., LiveSer
 
 
 def test_a_task_id_in_use_is_refused(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
-    fake_llm.queue("first")
+    fake_llm.queue("first", "second")
     live = serve()
     with httpx.Client(base_url=live.url, timeout=30) as client:
-        assert client.post("/api/chat", json={"message": "hi", "task_id": "t-1", "mode": "react"}).status_code == 200
-        r = client.post("/api/chat", json={"message": "hi", "task_id": "t-1", "mode": "react"})
-        assert r.status_code == 409 and "already exists" in r.json()["error"]["message"]
+        for mode in ("react", "chat"):
+            task_id = f"t-{mode}"
+            assert client.post("/api/chat", json={"message": "hi", "task_id": task_id, "mode": mode}).status_code == 200
+            r = client.post("/api/chat", json={"message": "hi", "task_id": task_id, "mode": mode})
+            assert r.status_code == 409 and "already exists" in r.json()["error"]["message"]
+            events = client.get(f"/api/tasks/{task_id}/events").text
+            assert events.count("event: start") == 1, "the first run's log is intact"
+
+
+def test_a_plain_chat_whose_client_hangs_up_is_cancelled(serve: Callable[..., LiveServer],
+                                                        fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.queue(plan(30))
+    live = serve(tools=[slow_step], builtin=False)
+    with httpx.Client(base_url=live.url, timeout=30) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post("/api/chat", json={"message": "wait long", "mode": "react", "task_id": "t-gone"}, timeout=1.0)
+        wait_status(client, "t-gone", "cancelled")
+        assert CANCELLED
+
+
+def test_keep_alive_comments_while_nothing_happens(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.queue(plan(1.0), "done waiting")
+    live = serve(tools=[slow_step], builtin=False)
+    live.app.state.ping_seconds = 0.2
+    with httpx.Client(base_url=live.url, timeout=30) as client, \
+            client.stream("POST", "/api/chat/stream", json={"message": "wait a second", "mode": "react"}) as r:
+        lines = list(r.iter_lines())
+    pings = [line for line in lines if line.startswith(": ping")]
+    assert len(pings) >= 2, lines
+    assert lines.index(pings[0]) > lines.index("event: node_start"), "pings fill the silence while the step runs"

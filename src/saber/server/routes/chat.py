@@ -61,7 +61,7 @@ async def chat(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsD
     user = caller(request, body.user_id)
     check_message(body.message, settings.server_max_message_chars)
     run = await start_chat(agent, runs, user, body.model_copy(update={"detach": False}))
-    await runs.wait(run)
+    await runs.wait_or_cancel(run, request.receive)
     return answer_of(run)
 
 

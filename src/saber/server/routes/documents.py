@@ -24,7 +24,8 @@ MAX_FILES = 16
 
 
 def _out(doc: Document, status: str | None = None) -> DocumentOut:
-    return DocumentOut(id=doc.id, title=doc.title, source=doc.source, doc_type=doc.doc_type, chunks=doc.chunk_count,
+    source = Path(doc.source).name if Path(doc.source).is_absolute() else doc.source  # never the server's paths
+    return DocumentOut(id=doc.id, title=doc.title, source=source, doc_type=doc.doc_type, chunks=doc.chunk_count,
                        indexed=doc.indexed, created_at=doc.created_at.isoformat() if doc.created_at else None,
                        status=status)
 

@@ -154,7 +154,7 @@ async def completions(body: CompletionRequest, request: Request, agent: AgentDep
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         return EventSourceResponse(_chunks(run, runs, body.model, completion_id, created, include_usage), ping=15.0)
-    await runs.wait(run)
+    await runs.wait_or_cancel(run, request.receive)
     done = run.log.last("done")
     assert done is not None
     return Completion(id=completion_id, created=created, model=body.model, usage=_usage(done.data),

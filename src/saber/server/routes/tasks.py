@@ -15,6 +15,7 @@ from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
 from saber.server.deps import AgentDep, RunsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
+from saber.server.offloop import store_call
 from saber.server.runs import TaskRun
 from saber.server.schemas import CancelResponse, NodeOut, TaskDetail, TaskSummary
 from saber.server.sse import SSE_RESPONSE, last_event_id, stream_run
@@ -26,7 +27,7 @@ async def _checkpoint(agent: Agent, task_id: str, user: str) -> Checkpoint | Non
     store = agent.services.checkpoints
     if store is None:
         return None
-    saved = await store.load(task_id)
+    saved = await store_call(store, lambda: store.load(task_id))
     if saved is None or saved.meta.get("user_id") != user:
         return None
     return saved
@@ -35,7 +36,8 @@ async def _checkpoint(agent: Agent, task_id: str, user: str) -> Checkpoint | Non
 @router.get("", response_model=list[TaskSummary], summary="The caller's tasks, oldest first")
 async def list_tasks(agent: AgentDep, runs: RunsDep, user: UserDep) -> list[TaskSummary]:
     out: dict[str, TaskSummary] = {}
-    for t in await agent.tasks(user_id=user, unfinished=False):
+    checkpointed = await store_call(agent.services.checkpoints, lambda: agent.tasks(user_id=user, unfinished=False))
+    for t in checkpointed:
         out[t["task_id"]] = TaskSummary(task_id=t["task_id"], status=t["status"], user_id=t["user_id"],
                                         query=t["query"], live=False)
     for run in runs.runs_of(user):

@@ -1,0 +1,62 @@
+"""The README's `saber serve` section runs: the server, its curl SSE example and its openai example."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def block(language: str, containing: str) -> str:
+    return next(b for b in re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL) if containing in b)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_readme_serve_curl_and_openai_examples(tmp_path: Path) -> None:
+    commands = block("sh", "saber serve").replace("\\\n", " ").splitlines()
+    serve, curl = commands[0], commands[1]
+    assert serve.startswith("saber serve --port 8000") and curl.startswith("curl -N http://127.0.0.1:8000/")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    env["SABER_HOME"] = str(tmp_path / "home")
+    server = subprocess.Popen([sys.executable, "-m", "saber.cli", *serve.split()[1:-1], str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                    break
+            except httpx.ConnectError:
+                assert server.poll() is None, server.communicate()[1]
+                time.sleep(0.05)
+        done = subprocess.run(curl.replace(":8000", f":{port}"), shell=True, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("id: 1\r\nevent: start\r\n") or done.stdout.startswith("id: 1\nevent: start\n")
+        assert "event: done" in done.stdout and "Current time in" in done.stdout
+
+        code = block("py", "from openai import OpenAI").replace(":8000", f":{port}")
+        ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.count("Current time in") == 2
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=60)
+    assert "Traceback" not in err
+    assert re.search(r"route=/api/chat/stream status=200", err), err
