@@ -71,5 +71,5 @@ def _failure(db: Database, error: exc.SQLAlchemyError) -> DatabaseError:
     orig = getattr(error, "orig", None)
     reason = str(orig if orig is not None else error).strip().splitlines()[0]
     if isinstance(error, exc.OperationalError) and db.dialect == "postgresql":
-        return DatabaseError(f"cannot connect to the database {db.display}: {reason}")
+        return DatabaseError(f"cannot connect to PostgreSQL at {db.display}: {reason}")
     return DatabaseError(f"cannot open or migrate the database {db.display}: {reason}")
