@@ -167,7 +167,7 @@ class Agent:
 
         async def work() -> str:
             remember = await self._prepare(turn)
-            decision = self._route(turn, options)
+            decision = await self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))
             answer = await self._dispatch(turn, decision)
@@ -330,8 +330,8 @@ class Agent:
             return False
         return True
 
-    def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
-        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=self.services.knowledge_loaded(), options=options)
+    async def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
+        decision = route(turn.query, tools=list(turn.tools), knowledge_loaded=await self.services.knowledge_loaded(), options=options)
         if decision.mode != "tool":
             return decision
         for name in decision.tools:

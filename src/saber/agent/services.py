@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,8 +28,10 @@ class Services:
     checkpoints: CheckpointStore | None = None
     sub_agents: dict[str, SubAgentBase] = field(default_factory=dict)
 
-    def knowledge_loaded(self) -> bool:
-        return self.knowledge is not None and self.knowledge.loaded
+    async def knowledge_loaded(self) -> bool:
+        """Asks the store (a query: in a worker thread, not on the event loop)."""
+        knowledge = self.knowledge
+        return knowledge is not None and await asyncio.to_thread(lambda: knowledge.loaded)
 
     def graph_config(self, **overrides: object) -> GraphConfig:
         s = self.settings
