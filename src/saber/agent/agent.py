@@ -244,11 +244,11 @@ class Agent:
         """Wait for background work (cancelling what outlives ``grace`` seconds), then close the stores."""
         await self.drain(grace)
         if self.services.memory is not None:
-            self.services.memory.close()
+            await asyncio.to_thread(self.services.memory.close)  # closing the pool's connections
         if self.services.checkpoints is not None:
             await self.services.checkpoints.close()
         if self.services.knowledge is not None:
-            self.services.knowledge.close()
+            await asyncio.to_thread(self.services.knowledge.close)
         close_model = getattr(self.model, "aclose", None)
         if self._owns_model and close_model is not None:
             await close_model()
