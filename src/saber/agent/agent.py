@@ -297,11 +297,11 @@ class Agent:
         await self.drain(grace)
         await self.mcp.aclose()
         if self.services.memory is not None:
-            self.services.memory.close()
+            await asyncio.to_thread(self.services.memory.close)  # closing the pool's connections
         if self.services.checkpoints is not None:
             await self.services.checkpoints.close()
         if self.services.knowledge is not None:
-            self.services.knowledge.close()
+            await asyncio.to_thread(self.services.knowledge.close)
         close_model = getattr(self.model, "aclose", None)
         if self._owns_model and close_model is not None:
             await close_model()
@@ -385,7 +385,7 @@ class Agent:
         return True
 
     async def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
-        loaded = self.services.knowledge_loaded()
+        loaded = await self.services.knowledge_loaded()
         evidence = await self._knowledge_evidence(turn, options) if loaded else None
         index = self.services.tool_index
         rules = functools.partial(route, turn.query, tools=list(turn.tools), knowledge_loaded=loaded, options=options,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,8 +31,10 @@ class Services:
     tool_index: ToolIndex | None = None
     """Ranks tools for routing and for the planner prompt when there are many (MCP) tools."""
 
-    def knowledge_loaded(self) -> bool:
-        return self.knowledge is not None and self.knowledge.loaded
+    async def knowledge_loaded(self) -> bool:
+        """Asks the store (a query: in a worker thread, not on the event loop)."""
+        knowledge = self.knowledge
+        return knowledge is not None and await asyncio.to_thread(lambda: knowledge.loaded)
 
     def graph_config(self, **overrides: object) -> GraphConfig:
         s = self.settings

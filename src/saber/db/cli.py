@@ -9,7 +9,7 @@ from rich.console import Console
 
 from saber.config import ConfigError, Settings
 from saber.db.database import Database, DatabaseError, open_database
-from saber.db.migrate import current, head
+from saber.db.migrate import current, head, known
 
 db_app = typer.Typer(help="The database: schema migrations.", no_args_is_help=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -58,5 +58,10 @@ def current_command(url: Url = None) -> None:
     except (DatabaseError, OSError) as exc:
         _err.print(f"saber: error: {exc}", markup=False)
         raise typer.Exit(1) from None
-    state = "up to date" if revision == head() else f"pending migrations up to {head()} (run: saber db upgrade)"
+    if revision == head():
+        state = "up to date"
+    elif revision is not None and not known(revision):
+        state = f"newer than this Saber (its newest is {head()}): upgrade Saber"
+    else:
+        state = f"pending migrations up to {head()} (run: saber db upgrade)"
     _out.print(f"{db.display}: schema at revision {revision or 'none'}, {state}", markup=False)

@@ -6,17 +6,16 @@ Opening one also brings its schema to the newest migration (see ``saber.db.migra
 
 Statements are plain SQL with ``?`` placeholders, adapted here (and only here) to the driver's
 ``%s``. Every call is blocking: synchronous stores are run by their callers in worker threads,
-async stores hop there with ``Database.run``, so no driver call runs on the event loop.
+async stores hop there with ``asyncio.to_thread``, so no driver call runs on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, Literal, Protocol, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -29,8 +28,6 @@ may be opened for bursts."""
 BUSY_TIMEOUT_MS = 10_000
 
 Dialect = Literal["sqlite", "postgresql"]
-P = ParamSpec("P")
-T = TypeVar("T")
 
 
 class DatabaseError(Exception):
@@ -109,6 +106,7 @@ class Database:
         self.pool_size = pool_size
         self._sql_cache: dict[str, str] = {}
         self._refs = 0
+        self._memory_lock: threading.RLock | None = None
         if self.dialect == "sqlite":
             self.engine = self._sqlite_engine(pool_size)
         else:
@@ -142,8 +140,7 @@ class Database:
         survive power loss (``synchronous=FULL``: the WAL is fsynced before COMMIT returns),
         where the default (NORMAL) survives a crash of the process but may lose the last
         commits on power loss. PostgreSQL commits are durable as the server is configured."""
-        lock = self._memory_lock if self.dialect == "sqlite" else None
-        with lock or contextlib.nullcontext(), self.engine.connect() as conn:
+        with self._memory_lock or contextlib.nullcontext(), self.engine.connect() as conn:
             if self.dialect == "sqlite":
                 if durable:
                     conn.exec_driver_sql("PRAGMA synchronous = FULL")
@@ -159,10 +156,6 @@ class Database:
                 if durable and self.dialect == "sqlite":
                     conn.exec_driver_sql("PRAGMA synchronous = NORMAL")
                     conn.commit()
-
-    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a blocking database function in a worker thread (never on the event loop)."""
-        return await asyncio.to_thread(fn, *args, **kwargs)
 
     def is_unique_violation(self, error: BaseException) -> bool:
         return isinstance(error, exc.IntegrityError) and _unique(error.orig)

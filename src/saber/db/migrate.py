@@ -15,6 +15,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import exc
 
 from saber.db.database import Database, DatabaseError, Tx
@@ -39,6 +40,14 @@ def head() -> str:
     return revision
 
 
+def known(revision: str) -> bool:
+    """Whether ``revision`` is one of this version's migrations."""
+    try:
+        return ScriptDirectory.from_config(_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
 def current(db: Database) -> str | None:
     """The revision the database is at (None before the first migration). Raises DatabaseError."""
     try:
@@ -55,7 +64,13 @@ def upgrade(db: Database) -> str:
             if db.dialect == "postgresql":
                 tx.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK_KEY,))
             ctx = MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE})
-            if ctx.get_current_revision() != head():
+            revision = ctx.get_current_revision()
+            if revision is not None and not known(revision):
+                raise DatabaseError(
+                    f"the database {db.display} is at schema revision {revision}, which this version of Saber "
+                    f"does not know (its newest is {head()}): a newer Saber migrated it; upgrade Saber"
+                )
+            if revision != head():
                 command.upgrade(_config(tx), "head")
     except exc.SQLAlchemyError as error:
         raise _failure(db, error) from None
@@ -71,5 +86,5 @@ def _failure(db: Database, error: exc.SQLAlchemyError) -> DatabaseError:
     orig = getattr(error, "orig", None)
     reason = str(orig if orig is not None else error).strip().splitlines()[0]
     if isinstance(error, exc.OperationalError) and db.dialect == "postgresql":
-        return DatabaseError(f"cannot connect to the database {db.display}: {reason}")
+        return DatabaseError(f"cannot connect to PostgreSQL at {db.display}: {reason}")
     return DatabaseError(f"cannot open or migrate the database {db.display}: {reason}")

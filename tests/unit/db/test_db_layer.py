@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
+from saber.agent.memory.store import MemoryStoreError
 from saber.cli import main
 from saber.config import Settings
 from saber.db import DatabaseError, head, open_database
@@ -131,3 +132,16 @@ def test_cli_upgrades_and_reports_the_revision(tmp_path: Path, capsys: pytest.Ca
     assert exit_info.value.code == 1
     err = capsys.readouterr().err
     assert "cannot connect" in err and "topsecret" not in err
+
+
+def test_a_database_migrated_by_a_newer_saber_is_refused_by_name(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "saber.db"
+    open_database(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE saber_schema_version SET version_num = '0099'")
+    with pytest.raises(DatabaseError, match="schema revision 0099, which this version of Saber does not know"):
+        open_database(path)
+    with pytest.raises(MemoryStoreError, match="upgrade Saber"):
+        SQLiteMemoryStore(path)

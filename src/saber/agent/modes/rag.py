@@ -28,7 +28,7 @@ def _relevant_search(engine: RagEngine, query: str, min_relevance: float | None)
 
 async def run_rag(turn: Turn) -> str:
     engine = turn.services.knowledge
-    if engine is None or not turn.services.knowledge_loaded():
+    if engine is None or not await turn.services.knowledge_loaded():
         text = "知识库是空的：请先上传文档。" if turn.lang == "zh" else "The knowledge base is empty: upload documents first."
         await turn.emit(Token(content=text))
         return text

@@ -144,7 +144,7 @@ class ResearchAgent(SubAgentBase):
         """Whether the knowledge base has a passage relevant to ``query`` (so its findings are not
         unrelated text that merely ranked first)."""
         engine = turn.services.knowledge
-        if engine is None or not turn.services.knowledge_loaded():
+        if engine is None or not await turn.services.knowledge_loaded():
             return False
         from saber.agent.relevance import gate_for
 

@@ -51,4 +51,4 @@ class PooledCheckpointStore(CheckpointStore):
     async def close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
-            db.close()
+            await asyncio.to_thread(db.close)
