@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from saber.agent.context import Turn
-from saber.agent.scope import within_request
 from saber.agent.memory import MemoryService
 from saber.agent.memory.gates import check_memory_text, redact_secrets
 from saber.agent.modes.chat import run_chat
@@ -36,6 +35,7 @@ from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import pick_tool_call, run_tool
 from saber.agent.prompts import language_of
 from saber.agent.router import Mode, RouteDecision, RouteOptions, route
+from saber.agent.scope import within_request
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
 from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task

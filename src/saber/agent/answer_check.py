@@ -66,7 +66,7 @@ def _norm(label: str) -> str:
 
 def _shingles(text: str) -> set[str]:
     flat = " ".join(text.split())
-    return {flat[i : i + _SHINGLE] for i in range(0, max(0, len(flat) - _SHINGLE + 1))}
+    return {flat[i : i + _SHINGLE] for i in range(max(0, len(flat) - _SHINGLE + 1))}
 
 
 def _share(pieces: set[str], source: set[str]) -> float:

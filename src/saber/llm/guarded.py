@@ -22,10 +22,20 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+
 from saber.llm.base import ChatModel, ModelError
 from saber.llm.degeneration import repetition
 from saber.llm.limits import DEFAULT_MAX_TOKENS, GenerationLimits, Purpose, max_tokens_kwarg
-from saber.llm.types import Completion, Message, ResponseFormat, StreamChunk, StreamEnd, TextDelta, ToolCallDelta, Usage
+from saber.llm.types import (
+    Completion,
+    Message,
+    ResponseFormat,
+    StreamChunk,
+    StreamEnd,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 from saber.tools.base import Tool
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("saber_request_deadline", default=None)
@@ -181,7 +191,8 @@ class _Watch:
         except TimeoutError as exc:
             if wait > 0 and not scope.expired():
                 raise as_model_error(self.name, exc) from exc
-            return self._timed_out(stalled_at < self.end)
+            self._timed_out(stalled_at < self.end)
+            return None
         except Exception as exc:
             raise as_model_error(self.name, exc) from exc
 

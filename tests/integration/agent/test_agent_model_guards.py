@@ -21,7 +21,6 @@ from saber.testing import ScriptedModel
 from saber.tools import tool
 
 
-
 @tool(name="get_weather")
 def city_weather(city: str) -> str:
     """Weather of a city (a test tool with a fixed report)."""
