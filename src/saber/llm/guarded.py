@@ -43,6 +43,7 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("saber_
 
 _CHECK_EVERY = 48
 """Characters of new text between two repetition checks."""
+_TAIL = 2000
 
 
 @contextlib.contextmanager
@@ -165,7 +166,8 @@ class _Watch:
         self.limits = limits
         self.end = start + limits.timeout
         self.moved = start
-        self.text: list[str] = []
+        self.tail = ""
+        """The end of the text so far, enough for the repetition check."""
         self.chars = 0
         self.checked = 0
         self.cut: str | None = None
@@ -213,12 +215,12 @@ class _Watch:
         if piece.strip():
             self.moved = asyncio.get_running_loop().time()
         if isinstance(chunk, TextDelta):
-            self.text.append(piece)
+            self.tail = (self.tail + piece)[-_TAIL:]
         if self.chars > self.limits.max_chars:
             self.cut = f"the answer passed the limit of {self.limits.max_tokens} tokens"
         elif self.chars - self.checked >= _CHECK_EVERY:
             self.checked = self.chars
-            loop = repetition("".join(self.text[-200:]))
+            loop = repetition(self.tail)
             if loop is not None:
                 self.cut = loop
         return self.cut

@@ -136,3 +136,20 @@ async def test_the_request_deadline_ends_the_request_with_what_it_has(make_agent
     answer = await within_deadline(turn, lambda: asyncio.Event().wait(), 0.05)  # type: ignore[arg-type, return-value]
     assert answer == "partial answer\n\n(The request reached its 0.05s deadline; the answer stops here.)"
     assert [e.where for e in errors(sent)] == ["deadline"]
+
+
+async def test_an_empty_answer_from_any_path_is_never_silent(make_agent: Callable[..., Agent]) -> None:
+    agent = make_agent(ScriptedModel())
+    sent: list[Any] = []
+
+    async def emit(event: Any) -> None:
+        sent.append(event)
+
+    turn = Turn(task_id="t", user_id="u", query="q", lang="en", emit=emit, model=agent.model, tools={}, services=agent.services)
+
+    async def nothing() -> str:
+        return ""
+
+    answer = await within_deadline(turn, nothing, 10)
+    assert answer == "Sorry, this request produced no answer."
+    assert [e.where for e in errors(sent)] == ["answer"] and tokens(sent) == answer
