@@ -216,13 +216,11 @@ class _Watch:
             self.moved = asyncio.get_running_loop().time()
         if isinstance(chunk, TextDelta):
             self.tail = (self.tail + piece)[-_TAIL:]
-        if self.chars > self.limits.max_chars:
-            self.cut = f"the answer passed the limit of {self.limits.max_tokens} tokens"
-        elif self.chars - self.checked >= _CHECK_EVERY:
+        if self.chars - self.checked >= _CHECK_EVERY:
             self.checked = self.chars
-            loop = repetition(self.tail)
-            if loop is not None:
-                self.cut = loop
+            self.cut = repetition(self.tail)
+        if self.cut is None and self.chars > self.limits.max_chars:
+            self.cut = f"the answer passed the limit of {self.limits.max_tokens} tokens"
         return self.cut
 
 
