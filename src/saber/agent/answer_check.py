@@ -25,9 +25,9 @@ def generation_failure(text: str, messages: Sequence[Message], end: StreamEnd | 
     if not text.strip():
         return "the model returned an empty answer"
     if end is not None and end.cut:
-        return f"the answer was cut: {end.cut}"
+        return end.cut
     if end is not None and end.finish_reason == "length":
-        return "the answer was cut off at the token limit"
+        return "the model reached its token limit"
     echo = echoed_prompt(text, messages)
     if echo is not None:
         return echo

@@ -4,6 +4,7 @@ Model calls inside see the deadline (``GuardedModel`` shortens their time limit 
 less a grace period), so a slow planner falls back to the rules and a slow answer is cut and
 labelled before the hard stop. If the work is still running at the deadline, it is cancelled;
 the answer is what was streamed so far, followed by a note saying the deadline was reached.
+An empty answer is never returned silently either.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ async def within_deadline(turn: Turn, work: Callable[[], Awaitable[str]], second
     with request_deadline(end - grace(seconds)):
         try:
             async with asyncio.timeout_at(end) as scope:
-                return await work()
+                return await _not_empty(turn, await work())
         except TimeoutError:
             if not scope.expired():
                 raise
@@ -41,3 +42,13 @@ async def within_deadline(turn: Turn, work: Callable[[], Awaitable[str]], second
                 else f"Sorry, the request did not finish within its {seconds:g}s deadline, so there is no answer.")
     await turn.emit(Token(content=f"\n\n{note}" if partial else note))
     return f"{partial}\n\n{note}" if partial else note
+
+
+async def _not_empty(turn: Turn, answer: str) -> str:
+    """An empty answer is never returned silently: an ``error`` event and a sentence say so."""
+    if answer.strip():
+        return answer
+    await turn.emit(Error(message="the request produced no answer", where="answer"))
+    text = "抱歉，这次没有得到任何回答。" if turn.lang == "zh" else "Sorry, this request produced no answer."
+    await turn.emit(Token(content=text))
+    return text

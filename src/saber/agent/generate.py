@@ -78,6 +78,7 @@ async def _unusable(turn: Turn, text: str, why: str, fallback: str) -> str:
         return await _emit_text(turn, f"抱歉，语言模型没有给出回答（{why}）。" if turn.lang == "zh" else f"Sorry, the language model gave no answer ({why}).")
     cut = f"（回答被截断：{why}）" if turn.lang == "zh" else f"(The answer was cut: {why}.)"
     await _emit_text(turn, sep + cut)
+    turn.answered_by_model = True  # what is kept is the model's own text, labelled as cut
     return text.rstrip() + "\n\n" + cut
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
+from openai.types.chat import ChatCompletion
 
 from saber.llm.base import ModelError
 from saber.llm.openai_compat import OpenAIChatModel
@@ -64,28 +65,28 @@ class CheckReport:
         return data
 
 
-async def check_endpoint(model: OpenAIChatModel, *, timeout: float = 30.0) -> CheckReport:
-    """Probe ``model``'s endpoint; every probe is bounded by ``timeout`` seconds."""
+async def check_endpoint(model: OpenAIChatModel, *, probe_seconds: float = 30.0) -> CheckReport:
+    """Probe ``model``'s endpoint; every probe is bounded by ``probe_seconds``."""
     report = CheckReport(endpoint=model.endpoint, model=model.model)
-    report.probes["models"] = await _timed(timeout, lambda: _models(model, report))
-    report.probes["completion"] = await _timed(timeout, lambda: _completion(model, report))
+    report.probes["models"] = await _timed(probe_seconds, lambda: _models(model, report))
+    report.probes["completion"] = await _timed(probe_seconds, lambda: _completion(model, report))
     if not report.probes["models"].ok and not report.probes["completion"].ok:
         return report  # unreachable or refusing: the other probes would only repeat the error
-    report.probes["streaming"] = await _timed(timeout, lambda: _streaming(model, report))
-    report.probes["tool_calls"] = await _timed(timeout, lambda: _tool_calls(model))
-    report.probes["json_schema"] = await _timed(timeout, lambda: _json_schema(model))
-    report.probes["json_object"] = await _timed(timeout, lambda: _json_object(model))
+    report.probes["streaming"] = await _timed(probe_seconds, lambda: _streaming(model, report))
+    report.probes["tool_calls"] = await _timed(probe_seconds, lambda: _tool_calls(model))
+    report.probes["json_schema"] = await _timed(probe_seconds, lambda: _json_schema(model))
+    report.probes["json_object"] = await _timed(probe_seconds, lambda: _json_object(model))
     return report
 
 
-async def _timed(timeout: float, probe: Callable[[], Awaitable[str]]) -> Probe:
+async def _timed(seconds: float, probe: Callable[[], Awaitable[str]]) -> Probe:
     start = time.perf_counter()
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(seconds):
             detail = await probe()
         return Probe(ok=True, detail=detail, seconds=time.perf_counter() - start)
     except TimeoutError:
-        return Probe(ok=False, detail=f"no answer within {timeout:g}s", seconds=time.perf_counter() - start)
+        return Probe(ok=False, detail=f"no answer within {seconds:g}s", seconds=time.perf_counter() - start)
     except _Unsupported as exc:
         return Probe(ok=False, detail=str(exc), seconds=time.perf_counter() - start)
     except ModelError as exc:
@@ -165,8 +166,8 @@ async def _streaming(model: OpenAIChatModel, report: CheckReport) -> str:
 
 
 async def _tool_calls(model: OpenAIChatModel) -> str:
-    async def get_time(city: str) -> str:
-        return city
+    async def get_time(args: dict[str, Any]) -> str:
+        return str(args.get("city"))
 
     tool = Tool.from_json_schema("get_time", "The current time in a city.",
                                  {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, get_time)
@@ -186,9 +187,9 @@ async def _json_schema(model: OpenAIChatModel) -> str:
 
 async def _json_object(model: OpenAIChatModel) -> str:
     try:
-        response = await model.client.chat.completions.create(
-            model=model.model, messages=[{"role": m.role, "content": m.content} for m in _ASK_CITY],
-            response_format={"type": "json_object"}, max_tokens=64, temperature=0)
+        params: dict[str, Any] = {"model": model.model, "messages": [{"role": m.role, "content": m.content} for m in _ASK_CITY],
+                                  "response_format": {"type": "json_object"}, "max_tokens": 64, "temperature": 0}
+        response: ChatCompletion = await model.client.chat.completions.create(**params, stream=False)
     except Exception as exc:
         raise _Unsupported(f"refused: {_clip(str(exc))}") from exc
     choices = response.choices or []

@@ -47,12 +47,12 @@ def check(
         raise typer.Exit(1)
 
 
-async def _run(settings: Settings, timeout: float) -> CheckReport:
+async def _run(settings: Settings, probe_seconds: float) -> CheckReport:
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
     model = OpenAIChatModel(str(settings.llm_model), base_url=settings.llm_base_url, api_key=key or None,
-                            timeout=min(timeout, settings.llm_timeout))
+                            timeout=min(probe_seconds, settings.llm_timeout))
     async with model:
-        return await check_endpoint(model, timeout=timeout)
+        return await check_endpoint(model, probe_seconds=probe_seconds)
 
 
 def render(report: CheckReport, settings: Settings) -> list[str]:

@@ -43,6 +43,7 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("saber_
 
 _CHECK_EVERY = 48
 """Characters of new text between two repetition checks."""
+_TAIL = 2000
 
 
 @contextlib.contextmanager
@@ -165,7 +166,8 @@ class _Watch:
         self.limits = limits
         self.end = start + limits.timeout
         self.moved = start
-        self.text: list[str] = []
+        self.tail = ""
+        """The end of the text so far, enough for the repetition check."""
         self.chars = 0
         self.checked = 0
         self.cut: str | None = None
@@ -191,7 +193,8 @@ class _Watch:
         except TimeoutError as exc:
             if wait > 0 and not scope.expired():
                 raise as_model_error(self.name, exc) from exc
-            return self._timed_out(stalled_at < self.end)
+            self._timed_out(stalled_at < self.end)
+            return None
         except Exception as exc:
             raise as_model_error(self.name, exc) from exc
 
@@ -212,14 +215,12 @@ class _Watch:
         if piece.strip():
             self.moved = asyncio.get_running_loop().time()
         if isinstance(chunk, TextDelta):
-            self.text.append(piece)
-        if self.chars > self.limits.max_chars:
-            self.cut = f"the answer passed the limit of {self.limits.max_tokens} tokens"
-        elif self.chars - self.checked >= _CHECK_EVERY:
+            self.tail = (self.tail + piece)[-_TAIL:]
+        if self.chars - self.checked >= _CHECK_EVERY:
             self.checked = self.chars
-            loop = repetition("".join(self.text[-200:]))
-            if loop is not None:
-                self.cut = loop
+            self.cut = repetition(self.tail)
+        if self.cut is None and self.chars > self.limits.max_chars:
+            self.cut = f"the answer passed the limit of {self.limits.max_tokens} tokens"
         return self.cut
 
 

@@ -136,3 +136,34 @@ async def test_the_request_deadline_ends_the_request_with_what_it_has(make_agent
     answer = await within_deadline(turn, lambda: asyncio.Event().wait(), 0.05)  # type: ignore[arg-type, return-value]
     assert answer == "partial answer\n\n(The request reached its 0.05s deadline; the answer stops here.)"
     assert [e.where for e in errors(sent)] == ["deadline"]
+
+
+async def test_an_empty_answer_from_any_path_is_never_silent(make_agent: Callable[..., Agent]) -> None:
+    agent = make_agent(ScriptedModel())
+    sent: list[Any] = []
+
+    async def emit(event: Any) -> None:
+        sent.append(event)
+
+    turn = Turn(task_id="t", user_id="u", query="q", lang="en", emit=emit, model=agent.model, tools={}, services=agent.services)
+
+    async def nothing() -> str:
+        return ""
+
+    answer = await within_deadline(turn, nothing, 10)
+    assert answer == "Sorry, this request produced no answer."
+    assert [e.where for e in errors(sent)] == ["answer"] and tokens(sent) == answer
+
+
+async def test_every_call_to_an_openai_endpoint_carries_max_tokens_for_its_purpose(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    from saber.testing import FakeOpenAIServer
+
+    plan = json.dumps([{"id": "n1", "type": "tool", "tool": "get_weather", "params": {"city": "Paris"}, "depends_on": []}])
+    with FakeOpenAIServer([plan, "Paris is sunny, 21°C."]) as server:
+        settings = Settings(home=tmp_path, search_backend="none", llm_base_url=server.base_url, llm_model="fake-model",
+                            llm_max_tokens_planner=300, llm_max_tokens_answer=200)
+        agent = make_agent(None, builtin=False, tools=TOOLS, settings=settings, memory_model=None)
+        answer = await agent.ask("What's the weather in Paris?", mode="react")
+        bodies = [r.body for r in server.requests if r.method == "POST"]
+    assert answer.answer == "Paris is sunny, 21°C."
+    assert [(b.get("stream", False), b["max_tokens"]) for b in bodies] == [(False, 300), (True, 200)]

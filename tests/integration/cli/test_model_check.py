@@ -29,7 +29,7 @@ def capable(body: dict[str, Any]) -> Any:
 async def test_a_capable_endpoint_passes_every_probe() -> None:
     with FakeOpenAIServer([capable] * 5) as server:
         async with OpenAIChatModel("fake-model", base_url=server.base_url) as model:
-            report = await check_endpoint(model, timeout=10)
+            report = await check_endpoint(model, probe_seconds=10)
         sent = [r.body for r in server.requests if r.method == "POST"]
     assert {name: p.ok for name, p in report.probes.items()} == {
         "models": True, "completion": True, "streaming": True, "tool_calls": True, "json_schema": True, "json_object": True}
@@ -46,7 +46,7 @@ async def test_what_an_endpoint_cannot_do_is_said_not_raised() -> None:
 
     with FakeOpenAIServer([plain] * 4, reject_params=["response_format"]) as server:
         async with OpenAIChatModel("other-model", base_url=server.base_url) as model:
-            report = await check_endpoint(model, timeout=10)
+            report = await check_endpoint(model, probe_seconds=10)
     probes = report.probes
     assert probes["completion"].ok and probes["streaming"].ok
     assert not probes["tool_calls"].ok and "no native tool call" in probes["tool_calls"].detail
@@ -60,7 +60,7 @@ async def test_what_an_endpoint_cannot_do_is_said_not_raised() -> None:
 async def test_a_hanging_endpoint_is_bounded_per_probe() -> None:
     with FakeOpenAIServer([FakeReply(text="late", delay=5)]) as server:
         async with OpenAIChatModel("fake-model", base_url=server.base_url) as model:
-            report = await check_endpoint(model, timeout=0.5)
+            report = await check_endpoint(model, probe_seconds=0.5)
     assert report.probes["models"].ok
     assert report.probes["completion"].detail == "no answer within 0.5s"
 

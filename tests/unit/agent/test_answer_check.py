@@ -34,9 +34,9 @@ def test_a_long_copy_of_the_prompt_is_a_failed_generation() -> None:
 
 def test_empty_and_cut_answers_are_failed_generations() -> None:
     assert generation_failure("  \n", PROMPT, STOP) == "the model returned an empty answer"
-    assert generation_failure("In Tokyo it is", PROMPT, StreamEnd(finish_reason="length")) == "the answer was cut off at the token limit"
+    assert generation_failure("In Tokyo it is", PROMPT, StreamEnd(finish_reason="length")) == "the model reached its token limit"
     cut = StreamEnd(finish_reason="cut", cut='the model kept repeating "你好！"')
-    assert generation_failure("你好！你好！", PROMPT, cut) == 'the answer was cut: the model kept repeating "你好！"'
+    assert generation_failure("你好！你好！", PROMPT, cut) == 'the model kept repeating "你好！"'
 
 
 def test_a_real_answer_that_quotes_the_results_is_fine() -> None:

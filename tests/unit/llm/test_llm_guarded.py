@@ -160,7 +160,7 @@ async def test_each_purpose_has_its_own_max_tokens() -> None:
 
 async def test_the_request_deadline_shortens_every_call() -> None:
     model = GuardedModel(Custom(hang=True), limits(timeout=60))
-    with request_deadline(asyncio.get_running_loop().time() + 0.05), pytest.raises(ModelError, match="within 0.0"):
+    with request_deadline(asyncio.get_running_loop().time() + 1.0), pytest.raises(ModelError, match=r"within (0\.\d+|1)s"):
         await model.complete(HI)
     with request_deadline(asyncio.get_running_loop().time() - 1), pytest.raises(ModelError, match="no time left"):
         await model.complete(HI)
