@@ -347,7 +347,7 @@ class Agent:
             if node is not None:
                 turn.tool_node = node
                 return RouteDecision(mode="tool", rule=decision.rule, tools=[name], needs=decision.needs)
-        if decision.tools == ["get_weather"]:  # the weather of no named place, none preferred: ask which
+        if decision.tools == ["get_weather"] and not turn.has_model:  # no place named, none preferred: ask which
             return RouteDecision(mode="tool", rule=f"{decision.rule}(no city: ask)", tools=decision.tools,
                                  needs=decision.needs)
         fallback: Mode = "react" if decision.needs else "chat"

@@ -33,6 +33,9 @@ PROBES = (
 )
 """Off-topic questions: what an irrelevant query scores against this knowledge base."""
 MIN_THRESHOLD = 0.02
+FIXED_THRESHOLDS = {"hashing:": 0.05}
+"""Embedders (by name prefix) whose scores calibration does not suit: feature hashing measures word
+overlap only, so its probe scores are mostly exactly 0 plus the odd hash collision."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,6 +89,9 @@ class RelevanceGate:
         """(threshold, calibrated)."""
         if self.min_relevance is not None:
             return self.min_relevance, False
+        fixed = next((v for prefix, v in FIXED_THRESHOLDS.items() if self.engine.embedder.name.startswith(prefix)), None)
+        if fixed is not None:
+            return fixed, False
         revision = self.engine.store.revision()
         with self._lock:
             if self._calibrated is not None and self._calibrated[0] == revision:
