@@ -27,14 +27,13 @@ import tempfile
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import available_timezones
 
 from saber import Agent, Settings
-from saber.tools.builtin.cities import city_names, lookup_city
 from saber.testing.openmeteo import GAZETTEER, fake_open_meteo
+from saber.tools.builtin.cities import city_names, lookup_city
 
 DATA = Path(__file__).with_name("data")
 PLACE_TOOLS = {"get_time", "get_weather"}

@@ -35,7 +35,7 @@ from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import ask_for_arguments, run_tool
 from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
-from saber.agent.relevance import KnowledgeEvidence, gate_for
+from saber.agent.relevance import KnowledgeEvidence, settings_gate
 from saber.agent.router import Mode, RouteDecision, RouteOptions, needs_knowledge_evidence, route
 from saber.agent.services import Services
 from saber.agent.subagents import SubAgentBase, default_sub_agents
@@ -360,7 +360,7 @@ class Agent:
         engine = self.services.knowledge
         if engine is None or not needs_knowledge_evidence(turn.query, options):
             return None
-        gate = gate_for(engine, self.settings.rag_min_relevance)
+        gate = settings_gate(engine, self.settings)
         return await asyncio.to_thread(gate.evidence, turn.query)
 
     async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:

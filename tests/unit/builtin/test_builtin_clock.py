@@ -6,11 +6,10 @@ import asyncio
 import re
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import httpx
 
 from saber.tools import Tool, ToolArgumentError, ToolError
 from saber.tools.builtin import PlaceResolver, make_time_tool

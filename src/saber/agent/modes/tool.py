@@ -5,8 +5,8 @@ from __future__ import annotations
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
 from saber.agent.observations import as_text
-from saber.agent.render import ask_for_city, render_nodes
 from saber.agent.prompts import TOOL_ANSWER
+from saber.agent.render import ask_for_city, render_nodes
 from saber.events import Token, ToolCallEvent
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime

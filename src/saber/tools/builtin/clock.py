@@ -15,7 +15,13 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 from saber.tools.base import Tool, tool
 from saber.tools.builtin.cities import City
-from saber.tools.builtin.places import Place, PlaceResolver, UnknownPlaceError, reject_offline, resolve_offline
+from saber.tools.builtin.places import (
+    Place,
+    PlaceResolver,
+    UnknownPlaceError,
+    reject_offline,
+    resolve_offline,
+)
 from saber.tools.errors import ToolArgumentError
 
 Clock = Callable[[], datetime]
