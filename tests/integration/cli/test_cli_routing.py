@@ -54,8 +54,10 @@ def refused() -> Iterator[str]:
         sock.close()
 
 
-@pytest.fixture
-def kb_home(tmp_path: Path, geo: FakeOpenMeteo) -> Path:
+@pytest.fixture(scope="module")
+def kb_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One knowledge base for the module (ingesting embeds every chunk: done once)."""
+    tmp_path = tmp_path_factory.mktemp("kb")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "office.md").write_text(
@@ -64,13 +66,13 @@ def kb_home(tmp_path: Path, geo: FakeOpenMeteo) -> Path:
     (docs / "leave.md").write_text(
         "# 员工休假制度\n\n正式员工入职满一年后享有 10 天带薪年假，工作满五年后增加到 15 天。病假每年 12 天全薪。\n", encoding="utf-8")
     home = tmp_path / "home"
-    done = saber("ingest", str(docs), home=home, geo=geo.geocoding_url, forecast=geo.forecast_url)
+    done = saber("ingest", str(docs), home=home, geo="http://127.0.0.1:9/v1/search", forecast="http://127.0.0.1:9/v1/forecast")
     assert done.returncode == 0, done.stdout + done.stderr
-    return home
+    yield home
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("query", ["hello", "你好", "thanks!", "What is the capital of Australia?", "I live in Tokyo"])
+@pytest.mark.parametrize("query", ["hello", "What is the capital of Australia?", "I live in Tokyo"])
 def test_small_talk_and_general_questions_never_dump_passages(kb_home: Path, geo: FakeOpenMeteo, query: str) -> None:
     evts = events(saber("ask", query, "--json", home=kb_home, geo=geo.geocoding_url, forecast=geo.forecast_url))
     route = of(evts, "route")[0]
@@ -101,10 +103,8 @@ def test_nothing_relevant_is_said_in_the_users_language(kb_home: Path, geo: Fake
 @pytest.mark.slow
 @pytest.mark.parametrize(("query", "expected", "zone"), [
     ("what time is it in Reykjavik", "Reykjav", "Atlantic/Reykjavik"),
-    ("what time is it in UTC", "UTC", "UTC"),
     ("time in UTC+5:30", "UTC+05:30", "UTC+05:30"),
     ("现在UTC时间几点", "UTC", "UTC"),
-    ("what time is it in Europe/Berlin?", "Europe/Berlin", "Europe/Berlin"),
 ])
 def test_places_and_zones_outside_the_table_are_resolved(tmp_path: Path, geo: FakeOpenMeteo, query: str, expected: str,
                                                          zone: str) -> None:
@@ -125,7 +125,7 @@ def test_weather_of_a_geocoded_place(tmp_path: Path, geo: FakeOpenMeteo) -> None
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("query", ["what time is it in Atlantis", "亚特兰蒂斯现在几点", "weather in Narnia"])
+@pytest.mark.parametrize("query", ["what time is it in Atlantis", "亚特兰蒂斯现在几点"])
 def test_an_unresolvable_place_is_named_never_replaced_by_a_default(tmp_path: Path, geo: FakeOpenMeteo, query: str) -> None:
     evts = events(saber("ask", query, "--json", home=tmp_path, geo=geo.geocoding_url, forecast=geo.forecast_url))
     answer = of(evts, "done")[0]["answer"]
@@ -155,7 +155,6 @@ def test_the_remembered_city_is_used_and_named(tmp_path: Path, geo: FakeOpenMete
 @pytest.mark.parametrize(("query", "tool", "places"), [
     ("What time is it in London and Paris?", "get_time", ["London", "Paris"]),
     ("北京和上海的天气", "get_weather", ["北京", "上海"]),
-    ("东京和纽约现在几点", "get_time", ["东京", "纽约"]),
 ])
 def test_several_places_become_several_parallel_nodes_and_all_are_answered(tmp_path: Path, geo: FakeOpenMeteo, query: str,
                                                                             tool: str, places: list[str]) -> None:
