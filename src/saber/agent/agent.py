@@ -36,7 +36,7 @@ from saber.agent.modes.tool import ask_for_arguments, run_tool
 from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
 from saber.agent.redaction import checked_memory_text, off_loop_if_long, redacted
-from saber.agent.relevance import KnowledgeEvidence, gate_for
+from saber.agent.relevance import KnowledgeEvidence, settings_gate
 from saber.agent.router import Mode, RouteDecision, RouteOptions, needs_knowledge_evidence, route
 from saber.agent.scope import within_request
 from saber.agent.services import Services
@@ -398,7 +398,7 @@ class Agent:
             if node is not None:
                 turn.tool_node = node
                 return RouteDecision(mode="tool", rule=decision.rule, tools=[name], needs=decision.needs)
-        if decision.tools == ["get_weather"]:  # the weather of no named place, none preferred: ask which
+        if decision.tools == ["get_weather"] and not turn.has_model:  # no place named, none preferred: ask which
             return RouteDecision(mode="tool", rule=f"{decision.rule}(no city: ask)", tools=decision.tools,
                                  needs=decision.needs)
         fallback: Mode = "react" if decision.needs else "chat"
@@ -411,7 +411,7 @@ class Agent:
         engine = self.services.knowledge
         if engine is None or not needs_knowledge_evidence(turn.query, options):
             return None
-        gate = gate_for(engine, self.settings.rag_min_relevance)
+        gate = settings_gate(engine, self.settings)
         return await asyncio.to_thread(gate.evidence, turn.query)
 
     async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:

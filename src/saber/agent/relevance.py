@@ -11,16 +11,25 @@ the knowledge base changes; ``rag_min_relevance`` in the settings overrides it.
 
 from __future__ import annotations
 
+import json
+import logging
 import statistics
 import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from saber.rag.documents import Hit
 from saber.rag.engine import RagEngine
+
+if TYPE_CHECKING:
+    from saber.config import Settings
+
+log = logging.getLogger(__name__)
 
 NEUTRAL = (
     "hello", "thanks", "ok", "tell me something", "what time is it", "the weather today",
@@ -33,6 +42,9 @@ PROBES = (
 )
 """Off-topic questions: what an irrelevant query scores against this knowledge base."""
 MIN_THRESHOLD = 0.02
+FIXED_THRESHOLDS = {"hashing:": 0.05}
+"""Embedders (by name prefix) whose scores calibration does not suit: feature hashing measures word
+overlap only, so its probe scores are mostly exactly 0 plus the odd hash collision."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,12 +72,15 @@ class KnowledgeEvidence:
 class RelevanceGate:
     """Scores queries against one engine's knowledge base. Blocking (embeds): call it in a thread."""
 
-    def __init__(self, engine: RagEngine, *, min_relevance: float | None = None) -> None:
+    def __init__(self, engine: RagEngine, *, min_relevance: float | None = None, cache_path: Path | None = None) -> None:
         self.engine = engine
         self.min_relevance = min_relevance
+        self.cache_path = cache_path
+        """Where the calibration is kept between processes (a CLI run should not recalibrate)."""
         self._lock = threading.Lock()
         self._neutral: np.ndarray | None = None
         self._calibrated: tuple[int, float] | None = None
+        self._ready = False
 
     def _baseline(self, query_vector: np.ndarray) -> float:
         with self._lock:
@@ -76,27 +91,64 @@ class RelevanceGate:
         return float(sims[-3:].mean())
 
     def _best(self, query: str) -> tuple[float, str | None, np.ndarray]:
+        """(relevance of the best chunk, its title, the query vector): one embedding per query."""
         vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
-        hits = self.engine.search(query, 1, mode="vector")
-        if not hits:
+        with self._lock:
+            ready = self._ready
+        if not ready:  # the first search checks the store holds this embedder's vectors
+            self.engine.search(query, 1, mode="vector")
+            with self._lock:
+                self._ready = True
+        found = self.engine.store.vector_search(vector, 1)
+        if not found:
             return float("-inf"), None, vector
-        return hits[0].score - self._baseline(vector), hits[0].title, vector
+        chunk_id, cosine = found[0]
+        chunk = self.engine.store.get_chunks([chunk_id]).get(chunk_id)
+        return float(cosine) - self._baseline(vector), chunk.title if chunk else None, vector
 
     def threshold(self) -> tuple[float, bool]:
         """(threshold, calibrated)."""
         if self.min_relevance is not None:
             return self.min_relevance, False
+        fixed = next((v for prefix, v in FIXED_THRESHOLDS.items() if self.engine.embedder.name.startswith(prefix)), None)
+        if fixed is not None:
+            return fixed, False
         revision = self.engine.store.revision()
         with self._lock:
             if self._calibrated is not None and self._calibrated[0] == revision:
                 return self._calibrated[1], True
-        scores = [s for s in (self._best(p)[0] for p in PROBES) if s != float("-inf")]
-        value = MIN_THRESHOLD
-        if len(scores) >= 2:
-            value = max(MIN_THRESHOLD, statistics.fmean(scores) + 3 * statistics.pstdev(scores))
+        value = self._load(revision)
+        if value is None:
+            scores = [s for s in (self._best(p)[0] for p in PROBES) if s != float("-inf")]
+            value = MIN_THRESHOLD
+            if len(scores) >= 2:
+                value = max(MIN_THRESHOLD, statistics.fmean(scores) + 3 * statistics.pstdev(scores))
+            self._save(revision, value)
         with self._lock:
             self._calibrated = (revision, value)
         return value, True
+
+    def _key(self, revision: int) -> str:
+        return f"{self.engine.embedder.name}@{revision}"
+
+    def _load(self, revision: int) -> float | None:
+        if self.cache_path is None or not self.cache_path.is_file():
+            return None
+        try:
+            value = json.loads(self.cache_path.read_text(encoding="utf-8")).get(self._key(revision))
+        except (OSError, ValueError, AttributeError):
+            return None
+        return float(value) if isinstance(value, int | float) else None
+
+    def _save(self, revision: int, value: float) -> None:
+        if self.cache_path is None:
+            return
+        try:  # one entry: an older revision's threshold is of no use
+            tmp = self.cache_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({self._key(revision): value}), encoding="utf-8")
+            tmp.replace(self.cache_path)
+        except OSError as exc:
+            log.warning("could not keep the relevance calibration in %s: %s", self.cache_path, exc)
 
     def evidence(self, query: str) -> KnowledgeEvidence:
         threshold, calibrated = self.threshold()
@@ -123,10 +175,15 @@ _GATES: weakref.WeakKeyDictionary[RagEngine, RelevanceGate] = weakref.WeakKeyDic
 _GATES_LOCK = threading.Lock()
 
 
-def gate_for(engine: RagEngine, min_relevance: float | None = None) -> RelevanceGate:
+def gate_for(engine: RagEngine, min_relevance: float | None = None, cache_path: Path | None = None) -> RelevanceGate:
     """The engine's gate (one per engine, so its calibration is shared by every request)."""
     with _GATES_LOCK:
         gate = _GATES.get(engine)
-        if gate is None or gate.min_relevance != min_relevance:
-            gate = _GATES[engine] = RelevanceGate(engine, min_relevance=min_relevance)
+        if gate is None or gate.min_relevance != min_relevance or gate.cache_path != cache_path:
+            gate = _GATES[engine] = RelevanceGate(engine, min_relevance=min_relevance, cache_path=cache_path)
         return gate
+
+
+def settings_gate(engine: RagEngine, settings: Settings) -> RelevanceGate:
+    """The gate as the settings configure it: ``rag_min_relevance``, calibration kept under ``home``."""
+    return gate_for(engine, settings.rag_min_relevance, settings.home / "relevance.json")

@@ -78,9 +78,12 @@ def strip_notes(text: str) -> str:
 
 
 def _place_zh(label: str) -> str:
-    """"Tokyo (东京), Japan" → "东京"; other labels unchanged."""
+    """"Tokyo (东京), Japan" → "东京"; "大理, 云南, 中国" → "大理（云南，中国）"; a zone unchanged."""
     m = re.match(r"^[^(]+\(([^)]+)\)", label)
-    return m.group(1) if m else label
+    if m:
+        return m.group(1)
+    head, *rest = [p.strip() for p in label.split(",")]
+    return f"{head}（{'，'.join(rest)}）" if rest else head
 
 
 def render_time(text: str, lang: Lang) -> str | None:
@@ -166,9 +169,11 @@ def _render_done(node: Node, answer: _Answer) -> None:
         return
     if node.agent == "research_agent" and isinstance(result, dict):
         for finding in result.get("findings") or []:
-            src = "知识库" if finding.get("source") == "rag_search" else "网络搜索" if zh else (
-                "knowledge base" if finding.get("source") == "rag_search" else "web search")
-            answer.add(answer.sources, f"{src}: {finding.get('query')}")
+            if finding.get("titles"):
+                for title in finding["titles"]:
+                    answer.add(answer.sources, f"《{title}》" if zh else f"knowledge base: {title}")
+            else:
+                answer.add(answer.sources, f"网络搜索：{finding.get('query')}" if zh else f"web search: {finding.get('query')}")
         return
     if node.agent in ("writer_agent", "review_agent") and isinstance(result, str):
         answer.add(answer.facts, strip_notes(result))

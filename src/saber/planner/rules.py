@@ -122,13 +122,11 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
     names no place gets one call for the user's preferred city or zone (or the tool's default
     zone for the time). This is the public entry for adding the calls a model's plan missed.
     """
-    if find_places is None:
-        from saber.tools.builtin.mentions import place_mentions as find_places
-    from saber.tools.builtin.mentions import is_zone_form
+    from saber.tools.builtin.mentions import is_zone_form, place_mentions
 
     prefs = dict(preferences or {})
     warnings = warnings if warnings is not None else []
-    places = find_places(query)
+    places = (find_places or place_mentions)(query)
     calls: list[tuple[str, dict[str, Any]]] = []
     if kw.TIME.search(query) and "get_time" in tools:
         param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location"))

@@ -12,7 +12,7 @@ import pytest
 from saber.agent import Agent
 from saber.config import Settings
 from saber.events import Done, NodeDone, NodeStart, Plan, RagResult, Route, Token, ToolCallEvent
-from saber.llm.types import Completion, Usage
+from saber.llm.types import Completion, ToolCall, Usage
 from saber.testing import ScriptedModel
 from saber.testing import event_kinds as kinds
 from saber.tools import tool
@@ -37,7 +37,7 @@ async def test_chat_mode(make_agent: Callable[..., Agent]) -> None:
     answer = await agent.ask("你好", user_id="u1")
     assert kinds(answer.events) == ["start", "route", "token", "done"]
     route = answer.events[1]
-    assert isinstance(route, Route) and (route.mode, route.rule) == ("chat", "default:chat")
+    assert isinstance(route, Route) and (route.mode, route.rule) == ("chat", "keywords:chat(small talk)")
     assert answer.answer == "你好！我是 Saber。"
     assert "".join(e.content for e in answer.events if isinstance(e, Token)) == answer.answer
     assert answer.model == "scripted" and answer.usage["total_tokens"] > 0
@@ -55,21 +55,22 @@ async def test_chat_uses_history_of_that_user_only(make_agent: Callable[..., Age
     assert [m.content for m in bob_first if m.role != "system"] == ["hi"]
 
 
-async def test_tool_mode_makes_one_model_call(make_agent: Callable[..., Agent]) -> None:
-    model = ScriptedModel(["东京现在是中午十二点。"])
+async def test_tool_mode_asks_the_model_for_the_arguments_then_for_the_answer(make_agent: Callable[..., Agent]) -> None:
+    args = Completion(tool_calls=(ToolCall(id="c1", name="get_time", arguments={"timezone": "Asia/Tokyo"}),))
+    model = ScriptedModel([args, "东京现在是中午十二点。"])
     agent = make_agent(model, builtin=False, tools=[zone_time])
     answer = await agent.ask("东京现在几点", user_id="u1")
     assert kinds(answer.events) == ["start", "route", "tool_call", "token", "done"]
     call = answer.events[2]
     assert isinstance(call, ToolCallEvent) and call.tool_name == "get_time"
-    assert call.tool_result == f"12:00 in {call.params['timezone']}"
-    assert call.params["timezone"] in ("东京", "Tokyo", "Asia/Tokyo")
-    assert len(model.calls) == 1 and "12:00" in model.calls[0].prompt
+    assert call.params == {"timezone": "Asia/Tokyo"} and call.tool_result == "12:00 in Asia/Tokyo"
+    assert model.calls[0].tools == ["get_time"]  # native function calling
+    assert len(model.calls) == 2 and "12:00" in model.calls[1].prompt
     assert answer.answer == "东京现在是中午十二点。" and answer.mode == "tool"
 
 
 async def test_tool_mode_without_arguments_falls_back_not_to_the_first_tool(make_agent: Callable[..., Agent]) -> None:
-    model = ScriptedModel(["[]", "I need a city to check the weather."])
+    model = ScriptedModel(["I need a city.", "{}", "[]", "I need a city to check the weather."])  # args: none, twice
     agent = make_agent(model, builtin=False, tools=[city_weather])
     answer = await agent.ask("how is the weather", user_id="u1")
     route = next(e for e in answer.events if isinstance(e, Route))
@@ -208,7 +209,8 @@ async def test_a_plan_the_runtime_rejects_falls_back_to_the_rule_plan(
 
 
 async def test_forced_tool_mode_uses_the_tool_the_query_needs(make_agent: Callable[..., Agent]) -> None:
-    model = ScriptedModel(["北京晴，21°C。"])
+    args = Completion(tool_calls=(ToolCall(id="c1", name="get_weather", arguments={"city": "北京"}),))
+    model = ScriptedModel([args, "北京晴，21°C。"])
     agent = make_agent(model, builtin=False, tools=[zone_time, city_weather])
     answer = await agent.ask("北京天气怎么样", user_id="u1", mode="tool")
     call = next(e for e in answer.events if isinstance(e, ToolCallEvent))

@@ -11,16 +11,17 @@ import asyncio
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
 from saber.agent.prompts import RAG_ANSWER
-from saber.agent.relevance import gate_for
+from saber.agent.relevance import settings_gate
 from saber.agent.render import nothing_relevant
+from saber.config import Settings
 from saber.events import RagResult, Token
 from saber.rag.documents import Hit
 from saber.rag.engine import RagEngine, format_passages
 
 
-def _relevant_search(engine: RagEngine, query: str, min_relevance: float | None) -> tuple[list[Hit], list[Hit], str]:
+def _relevant_search(engine: RagEngine, query: str, settings: Settings) -> tuple[list[Hit], list[Hit], str]:
     """(all hits, the relevant ones, the evidence in words) — blocking, run in a thread."""
-    gate = gate_for(engine, min_relevance)
+    gate = settings_gate(engine, settings)
     hits = engine.search(query, 5)
     relevant = gate.relevant_hits(query, hits)
     return hits, relevant, gate.evidence(query).describe() if not relevant else ""
@@ -33,7 +34,7 @@ async def run_rag(turn: Turn) -> str:
         await turn.emit(Token(content=text))
         return text
     hits, relevant, evidence = await asyncio.to_thread(_relevant_search, engine, turn.query,
-                                                      turn.services.settings.rag_min_relevance)
+                                                      turn.services.settings)
     await turn.emit(RagResult(query=turn.query, hits=[h.to_event() for h in relevant]))
     if not relevant:
         text = nothing_relevant(turn.query, turn.lang, evidence)

@@ -16,11 +16,9 @@ from saber.agent.context import Turn
 from saber.agent.modes.tool import pick_tool_call
 from saber.events import Error
 from saber.graph.node import Node
-from saber.llm.base import ModelError
 from saber.llm.text_tool_calls import extract_text_tool_calls, loads_lenient
 from saber.llm.types import Message
 from saber.tools.base import Tool
-from saber.tools.errors import ToolError
 
 _NATIVE = (
     "Call the tool {name} once with the arguments the user's request gives. Use places, names and values exactly "
@@ -47,7 +45,7 @@ async def model_arguments(turn: Turn, tool: Tool) -> dict[str, Any] | None:
     """Validated arguments from the model, or None (after an ``error`` event saying why) when it fails."""
     try:
         raw = await _native(turn, tool)
-    except ModelError as exc:  # an endpoint without function calling rejects ``tools``
+    except Exception as exc:  # an endpoint without function calling rejects ``tools``; any failure is the model's
         await turn.emit(Error(message=f"tool arguments: native function calling failed ({exc}); trying a JSON prompt",
                               where="tool"))
         raw = None
@@ -57,7 +55,7 @@ async def model_arguments(turn: Turn, tool: Tool) -> dict[str, Any] | None:
         if raw is None:
             return None
         return tool.validate(raw)
-    except (ModelError, ToolError) as exc:
+    except Exception as exc:  # ModelError, a ToolArgumentError from validation, or a custom model's own failure
         await turn.emit(Error(message=f"tool arguments from the model unusable ({exc}); using the rules", where="tool"))
         return None
 

@@ -13,11 +13,13 @@ import json_repair
 
 from saber.agent.context import Turn
 from saber.agent.subagents.base import SubAgentBase, ask_model
-from saber.events import Error, Event, Step
+from saber.events import Error, RagResult, Step
 from saber.graph.agents import SubAgentTask
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
 from saber.llm.base import ModelError
+from saber.rag.documents import Hit
+from saber.rag.engine import format_passages
 from saber.tools.errors import ToolError
 
 SOURCES = ("rag_search", "search_web")
@@ -104,53 +106,53 @@ class ResearchAgent(SubAgentBase):
         return rule_queries(goal)
 
     async def search(self, turn: Turn, task: SubAgentTask, queries: list[str], sources: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-        """Each query raced over the sources; the knowledge base only for queries it has relevant passages for."""
-        failures: list[str] = []
-        plan: list[tuple[int, str, list[str]]] = []
-        for i, q in enumerate(queries, start=1):
-            usable = list(sources)
-            if "rag_search" in usable and not await self._knowledge_relevant(turn, q):
-                usable.remove("rag_search")
-                failures.append(f"{q!r}: rag_search: nothing relevant in the knowledge base")
-            if usable:
-                plan.append((i, q, usable))
-        nodes = [
-            Node(id=f"q{i}_{source}", tool=source, params={"query": q}, race_group=f"q{i}" if len(usable) > 1 else None)
-            for i, q, usable in plan for source in usable
-        ]
-        if not nodes:
-            return [], failures
-
-        async def forward(event: Event) -> None:
-            if event.type == "rag_result":
-                await turn.emit(event)
-
-        config = turn.services.graph_config(max_replan=0)
-        run = await GraphRuntime(nodes, turn.tools, config, forward, task_id=f"{task.task_id}:{task.node_id}").run()
+        """Per query: the knowledge base's relevant passages (only those: not what merely ranked first),
+        else the web. Web searches for several queries run in parallel."""
         findings: list[dict[str, Any]] = []
-        for i, q, usable in plan:
-            group = [run.nodes[f"q{i}_{s}"] for s in usable]
-            winner = next((n for n in group if n.status is NodeStatus.DONE), None)
-            if winner is not None:
-                findings.append({"query": q, "source": winner.tool, "content": winner.result})
-                await turn.emit(Step(kind="observation", content=f"{q}: {winner.tool} answered", tool=winner.tool, node_id=task.node_id))
+        failures: list[str] = []
+        web: list[tuple[int, str]] = []
+        for i, q in enumerate(queries, start=1):
+            if "rag_search" in sources:
+                hits = await self._relevant_passages(turn, q)
+                if hits:
+                    await turn.emit(RagResult(query=q, hits=[h.to_event() for h in hits]))
+                    findings.append({"query": q, "source": "rag_search", "content": format_passages(q, hits),
+                                     "titles": list(dict.fromkeys(h.title for h in hits))})
+                    await turn.emit(Step(kind="observation", content=f"{q}: rag_search answered", tool="rag_search",
+                                         node_id=task.node_id))
+                    continue
+                failures.append(f"{q!r}: rag_search: nothing relevant in the knowledge base")
+            if "search_web" in sources:
+                web.append((i, q))
+        if not web:
+            return findings, failures
+        nodes = [Node(id=f"q{i}_search_web", tool="search_web", params={"query": q}) for i, q in web]
+        config = turn.services.graph_config(max_replan=0)
+        run = await GraphRuntime(nodes, turn.tools, config, None, task_id=f"{task.task_id}:{task.node_id}").run()
+        for i, q in web:
+            node = run.nodes[f"q{i}_search_web"]
+            if node.status is NodeStatus.DONE:
+                findings.append({"query": q, "source": "search_web", "content": node.result})
+                await turn.emit(Step(kind="observation", content=f"{q}: search_web answered", tool="search_web",
+                                     node_id=task.node_id))
             else:
-                failures.append(f"{q!r}: " + ", ".join(f"{n.tool} {n.status.value} ({n.error})" for n in group))
+                failures.append(f"{q!r}: search_web {node.status.value} ({node.error})")
         return findings, failures
 
-
     @staticmethod
-    async def _knowledge_relevant(turn: Turn, query: str) -> bool:
-        """Whether the knowledge base has a passage relevant to ``query`` (so its findings are not
-        unrelated text that merely ranked first)."""
+    async def _relevant_passages(turn: Turn, query: str) -> list[Hit]:
+        """The knowledge base's passages relevant to ``query`` (calibrated threshold), best first."""
         engine = turn.services.knowledge
         if engine is None or not await turn.services.knowledge_loaded():
-            return False
-        from saber.agent.relevance import gate_for
+            return []
+        from saber.agent.relevance import settings_gate
 
-        gate = gate_for(engine, turn.services.settings.rag_min_relevance)
-        evidence = await asyncio.to_thread(gate.evidence, query)
-        return evidence.relevant
+        gate = settings_gate(engine, turn.services.settings)
+
+        def relevant() -> list[Hit]:
+            return gate.relevant_hits(query, engine.search(query, 5))
+
+        return await asyncio.to_thread(relevant)
 
 
 _QUERY_PROMPT = (

@@ -92,6 +92,8 @@ def make_weather_tool(
     places = resolver or PlaceResolver(geocoding_url=geocoding_url, timeout=timeout, transport=transport)
 
     async def current(client: httpx.AsyncClient, place: Place) -> _Forecast:
+        if place.latitude is None or place.longitude is None:
+            raise UnknownPlaceError(place.name, "it has no coordinates to ask the weather for", tool="get_weather")
         body = await request_json(
             client, "GET", forecast_url, service=_SERVICE, budget=timeout,
             params={"latitude": place.latitude, "longitude": place.longitude, "current": CURRENT_FIELDS,
