@@ -358,11 +358,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _unexpected(exc: Exception) -> int:
     """Click's usage errors, a bad config, a broken pipe, or a bug: still one line (SABER_DEBUG=1 for the traceback)."""
-    import click
-
     from saber.config import ConfigError
 
-    if isinstance(exc, click.ClickException):
+    if isinstance(exc, typer.TyperException):  # typer's own click: unknown option or command, bad value
         print_error(exc.format_message())
         return exc.exit_code if exc.exit_code else EXIT_USAGE
     if isinstance(exc, ConfigError):

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from saber.llm.base import ChatModel
 from saber.llm.nomodel import NoModel
-from saber.llm.openai_compat import OpenAIChatModel
 from saber.llm.retry import RetryingModel
 
 if TYPE_CHECKING:
@@ -20,6 +19,9 @@ def model_from_settings(settings: Settings) -> ChatModel:
     """
     if not settings.llm_model:
         return NoModel()
+    # the openai client (a large import) loads only when a model is configured
+    from saber.llm.openai_compat import OpenAIChatModel
+
     api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
     model = OpenAIChatModel(
         settings.llm_model,

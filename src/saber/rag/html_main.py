@@ -11,7 +11,8 @@ from typing import Any
 
 
 def extract_main(html: str) -> tuple[str, str] | None:
-    """(title, text) of the page's main content, or None when trafilatura finds none (a tiny page)."""
+    """(title, text) of the page's main content, or None when trafilatura finds none (a tiny page:
+    the caller then reads the whole page)."""
     import trafilatura
     from lxml import etree
 
@@ -23,6 +24,8 @@ def extract_main(html: str) -> tuple[str, str] | None:
     main = root.find("main")
     blocks = [_block(child) for child in (main if main is not None else root)]
     text = "\n\n".join(b for b in blocks if b.strip())
+    if not text.strip():
+        return None
     return (root.get("title") or "").strip(), text
 
 

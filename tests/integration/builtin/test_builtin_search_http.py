@@ -156,5 +156,5 @@ async def test_auto_reports_every_backend_when_none_answers(
 
     message = info.value.message
     assert "Tavily" in message and "SearXNG" in message and "DuckDuckGo" in message
-    assert "HTTP 401" in message and "Connection refused" in message
+    assert "HTTP 401" in message and "DuckDuckGo search could not be reached: connection refused" in message
     assert info.value.retryable, "an unreachable backend may come back"

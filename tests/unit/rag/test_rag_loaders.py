@@ -123,3 +123,9 @@ def test_corrupt_docx_is_named_as_such(tmp_path: Path) -> None:
     p.write_bytes(b"PK\x03\x04 this is not really a zip")
     with pytest.raises(RagError, match=r"report.docx: not a valid \.docx file"):
         load_file(p)
+
+
+def test_html_with_no_main_content_is_read_whole(tmp_path: Path) -> None:
+    p = tmp_path / "links.html"
+    p.write_text("<html><body><nav>Home | About</nav></body></html>", encoding="utf-8")
+    assert load_file(p).text == "Home | About"
