@@ -1,8 +1,9 @@
 """``parse_plan``: a planner model's text → validated nodes, whatever shape the model used.
 
-Tiers, in order: cleaning (reasoning blocks, template tokens); text tool-call dialects of open
+Tiers, in order: cleaning (reasoning blocks, template tokens); pythonic calls making up the
+whole text, a fence or a Llama marker's block (``pythonic.py``); text tool-call dialects of open
 models (recognised by their markers); JSON in any of the known shapes, found inside fences or
-prose and repaired when broken; LLMCompiler's numbered plan. Each plan found is validated
+prose and repaired when broken; pythonic calls picked out of prose; LLMCompiler's numbered plan. Each plan found is validated
 (``validate.py``) in that order until one keeps a node.
 """
 

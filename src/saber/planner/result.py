@@ -18,7 +18,7 @@ class ParsedPlan:
     nodes: list[Node]
     format: str
     """The shape recognised: "ideal", "single_object", "wrapped", "legacy", "function_call",
-    "openai_tool_calls", "react_action", "hermes", "qwen_xml", "llama_python_tag", "mistral",
+    "openai_tool_calls", "react_action", "hermes", "qwen_xml", "llama_python_tag", "pythonic", "mistral",
     "deepseek", "doubao", "llmcompiler", "rules" — or "repaired" when the JSON had to be repaired
     (``shape`` then says which shape the repaired JSON had)."""
     warnings: list[str] = field(default_factory=list)
