@@ -79,7 +79,15 @@ def ask(
 async def _ask(settings: Settings, query: str, *, user: str, mode: Any, selected: list[str] | None,
                use_rag: bool | None, as_json: bool) -> None:
     agent = _agent(settings)
+    await _warn_mcp(agent)
     await _render(agent, agent.stream(query, user_id=user, mode=mode, selected_tools=selected, use_rag=use_rag), as_json)
+
+
+async def _warn_mcp(agent: Any) -> None:
+    """Connect the MCP servers; one that is not up is a warning line, and the rest goes on."""
+    for s in await agent.start():
+        if s["state"] not in ("ready", "disabled"):
+            err.print(f"[yellow]warning[/] MCP server {escape(s['name'])} is {s['state']}: {escape(s['error'] or 'not connected yet')}")
 
 
 async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> None:
@@ -230,6 +238,7 @@ def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
     settings = _settings()
 
     async def describe(agent: Any) -> list[dict[str, Any]]:
+        await _warn_mcp(agent)
         return [t.to_dict() for t in agent.registry.snapshot().values()]
 
     described = _with_agent(settings, describe)
