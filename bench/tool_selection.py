@@ -24,14 +24,13 @@ from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tool_selection_data import DISTRACTORS, MCP_TOOLS, QUERIES  # noqa: E402
-
-from saber.config import Settings  # noqa: E402
-from saber.planner import build_planner_prompt  # noqa: E402
-from saber.rag.tools import knowledge_tools  # noqa: E402
-from saber.tools import Tool  # noqa: E402
-from saber.tools.builtin import builtin_tools  # noqa: E402
-from saber.tools.index import ToolIndex  # noqa: E402
+from saber.config import Settings
+from saber.planner import build_planner_prompt
+from saber.rag.tools import knowledge_tools
+from saber.tools import Tool
+from saber.tools.builtin import builtin_tools
+from saber.tools.index import ToolIndex
+from tool_selection_data import DISTRACTORS, MCP_TOOLS, QUERIES
 
 
 async def _never(args: dict[str, Any]) -> Any:
