@@ -124,9 +124,12 @@ class ToolIndex:
         return worker is None or not worker.is_alive()
 
     async def prepare_for(self, query: str, tools: Mapping[str, Tool], *, above: int) -> None:
-        """``prepare`` when the index will be asked about ``query``: MCP tools are there (routing)
-        or more than ``above`` tools (the planner prompt's selection)."""
-        if len(tools) > above or any(t.is_mcp for t in tools.values()):
+        """``prepare`` when the planner prompt will list a selection (more than ``above`` tools).
+
+        A query's embedding costs a model call on the CPU (tens of ms idle, a second or more on a
+        loaded machine), so it is made only then; with fewer tools routing ranks by words alone
+        and the planner sees every tool anyway."""
+        if len(tools) > above:
             await self.prepare(query)
 
     async def prepare(self, query: str) -> None:
