@@ -179,8 +179,8 @@ class Agent:
         async def work() -> str:
             remember = await self._prepare(turn)
             if self.services.tool_index is not None:
-                self.services.tool_index.update(self.registry.snapshot())
-                await self.services.tool_index.prepare_for(turn.query, turn.tools, above=self.settings.tools_select_above)
+                await self.services.tool_index.refresh(self.registry.snapshot(), turn.query, turn.tools,
+                                                       above=self.settings.tools_select_above)
             decision = self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))

@@ -123,6 +123,19 @@ class ToolIndex:
             worker.join(timeout)
         return worker is None or not worker.is_alive()
 
+    async def refresh(self, registry: Mapping[str, Tool], query: str, tools: Mapping[str, Tool], *, above: int) -> None:
+        """Before routing ``query``: follow the registry and tokenize the query (jieba's first use
+        loads its dictionary) in a thread, then ``prepare_for``; nothing heavy runs on the loop."""
+        from saber.rag.keyword import tokenize
+
+        def work() -> None:
+            self.update(registry)
+            if self._mcp:
+                tokenize(query)
+
+        await asyncio.to_thread(work)
+        await self.prepare_for(query, tools, above=above)
+
     async def prepare_for(self, query: str, tools: Mapping[str, Tool], *, above: int) -> None:
         """``prepare`` when the planner prompt will list a selection (more than ``above`` tools).
 
