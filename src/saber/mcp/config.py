@@ -63,6 +63,8 @@ KNOWN_KEYS = frozenset(MCPServerConfig.model_fields)
 def check_server_entries(value: Any) -> Any:
     """One-line errors for the usual mistakes in ``[[mcp.servers]]``, before pydantic's own checks:
     an unknown key (named), a missing name, two servers with one name."""
+    if isinstance(value, dict):
+        raise ValueError("write each server as [[mcp.servers]] (double brackets: an array of tables), not [mcp.servers]")
     if not isinstance(value, list):
         return value
     seen: set[str] = set()

@@ -54,6 +54,11 @@ def test_mistakes_are_one_line_errors_naming_them(tmp_path: Path, entry: str, me
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
+def test_single_brackets_are_explained(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"write each server as \[\[mcp.servers\]\]"):
+        load(tmp_path, '[mcp.servers]\nname = "t"\ncommand = "x"\n')
+
+
 def test_two_servers_with_one_name(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="another server is already named 't'"):
         load(tmp_path, '[[mcp.servers]]\nname = "t"\ncommand = "x"\n[[mcp.servers]]\nname = "t"\ncommand = "y"\n')
