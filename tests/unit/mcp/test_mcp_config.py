@@ -91,3 +91,19 @@ def test_add_to_a_missing_file_creates_it(tmp_path: Path) -> None:
     settings = Settings.load(home=path.parent)
     assert settings.mcp_servers[0].tools == ["get_current_time"]
     assert "timeout" not in path.read_text(encoding="utf-8")  # defaults are not written
+
+
+async def test_the_service_adds_and_removes_servers_and_saves_them(tmp_path: Path) -> None:
+    from saber.mcp.manager import MCPManager
+    from saber.tools.registry import ToolRegistry
+
+    path = tmp_path / "saber.toml"
+    manager = MCPManager(ToolRegistry())
+    status = await manager.add(MCPServerConfig(name="later", command="mcp-server-time", enabled=False), save_to=path)
+    assert status["state"] == "disabled" and [s["name"] for s in manager.list()] == ["later"]
+    assert [s.name for s in Settings.load(home=tmp_path).mcp_servers] == ["later"]
+    with pytest.raises(ValueError, match="already exists"):
+        await manager.add(MCPServerConfig(name="later", command="x"))
+    assert await manager.remove("later", save_to=path) and not await manager.remove("later")
+    assert manager.list() == [] and Settings.load(home=tmp_path).mcp_servers == []
+    await manager.aclose()
