@@ -50,11 +50,22 @@ class MCPServerConfig(BaseModel):
     def transport(self) -> str:
         return "stdio" if self.command else "http"
 
+    def masked(self) -> dict[str, Any]:
+        """The entry as a dict, header and environment values (tokens, keys) shown as ``sk-…wxyz``."""
+        data = self.model_dump()
+        for key in ("headers", "env"):
+            data[key] = {k: _mask(v) for k, v in data[key].items()}
+        return data
+
     def describe(self) -> str:
         """``mcp-server-time --local-timezone X`` or the URL (headers left out: they hold secrets)."""
         if self.url:
             return self.url
         return " ".join([self.command or "", *self.args])
+
+
+def _mask(value: str) -> str:
+    return f"{value[:3]}…{value[-4:]}" if len(value) > 12 else "***"
 
 
 KNOWN_KEYS = frozenset(MCPServerConfig.model_fields)

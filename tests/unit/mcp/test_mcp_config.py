@@ -107,3 +107,13 @@ async def test_the_service_adds_and_removes_servers_and_saves_them(tmp_path: Pat
     assert await manager.remove("later", save_to=path) and not await manager.remove("later")
     assert manager.list() == [] and Settings.load(home=tmp_path).mcp_servers == []
     await manager.aclose()
+
+
+def test_saber_config_masks_header_and_env_secrets(tmp_path: Path) -> None:
+    import json
+
+    settings = load(tmp_path, '[[mcp.servers]]\nname = "docs"\nurl = "http://h/mcp"\n'
+                              'headers = { Authorization = "Bearer sk-secret-token-12345" }\nenv = { KEY = "short" }\n')
+    shown = json.dumps(settings.masked())  # serialisable, for `saber config --json`
+    assert "sk-secret-token" not in shown and "short" not in shown
+    assert settings.masked()["mcp_servers"][0]["headers"] == {"Authorization": "Bea…2345"}
