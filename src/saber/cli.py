@@ -153,10 +153,21 @@ def ask(
 
     async def run() -> None:
         agent = _agent(settings)
+        await _warn_mcp(agent)
         await _render(agent, agent.stream(text, user_id=user, mode=mode, selected_tools=selected, use_rag=rag or None),
                       as_json)
 
     asyncio.run(run())
+
+
+async def _warn_mcp(agent: Any) -> None:
+    """Connect the MCP servers; one that is not up is a warning line, and the rest goes on."""
+    from saber.clikit.output import err
+
+    for s in await agent.start():
+        if s["state"] not in ("ready", "disabled"):
+            err().print(line(("warning", "yellow"), f" MCP server {s['name']} is {s['state']}: "
+                             f"{s['error'] or 'not connected yet'}"))
 
 
 async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> None:
@@ -301,6 +312,7 @@ def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
     settings = _settings()
 
     async def describe(agent: Any) -> list[dict[str, Any]]:
+        await _warn_mcp(agent)
         return [t.to_dict() for t in agent.registry.snapshot().values()]
 
     described = _with_agent(settings, describe)

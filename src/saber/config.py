@@ -263,6 +263,8 @@ class Settings(BaseSettings):
                 value = mask_url(value)
             elif isinstance(value, Path):
                 value = str(value)
+            elif name == "mcp_servers":
+                value = [server.masked() for server in value]
             out[name] = value
         return out
 

@@ -211,8 +211,8 @@ class Agent:
             if given_history is not None:
                 turn.history = given_history
             if self.services.tool_index is not None:
-                self.services.tool_index.update(self.registry.snapshot())
-                await self.services.tool_index.prepare_for(turn.query, turn.tools, above=self.settings.tools_select_above)
+                await self.services.tool_index.refresh(self.registry.snapshot(), turn.query, turn.tools,
+                                                       above=self.settings.tools_select_above)
             decision = await self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools,

@@ -160,8 +160,10 @@ def serve(
             if address is None:
                 await serve_stdio(agent, include_mcp_tools=not no_mcp_tools)
             else:
-                err.print(f"saber: serving MCP at http://{address[0]}:{address[1]}/mcp", markup=False)
-                await serve_http(agent, address[0], address[1], include_mcp_tools=not no_mcp_tools)
+                def listening() -> None:
+                    err.print(f"saber: serving MCP at http://{address[0]}:{address[1]}/mcp", markup=False)
+
+                await serve_http(agent, address[0], address[1], include_mcp_tools=not no_mcp_tools, on_listening=listening)
         finally:
             await agent.aclose()
 

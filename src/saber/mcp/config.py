@@ -50,11 +50,22 @@ class MCPServerConfig(BaseModel):
     def transport(self) -> str:
         return "stdio" if self.command else "http"
 
+    def masked(self) -> dict[str, Any]:
+        """The entry as a dict, header and environment values (tokens, keys) shown as ``sk-…wxyz``."""
+        data = self.model_dump()
+        for key in ("headers", "env"):
+            data[key] = {k: _mask(v) for k, v in data[key].items()}
+        return data
+
     def describe(self) -> str:
         """``mcp-server-time --local-timezone X`` or the URL (headers left out: they hold secrets)."""
         if self.url:
             return self.url
         return " ".join([self.command or "", *self.args])
+
+
+def _mask(value: str) -> str:
+    return f"{value[:3]}…{value[-4:]}" if len(value) > 12 else "***"
 
 
 KNOWN_KEYS = frozenset(MCPServerConfig.model_fields)
@@ -63,6 +74,8 @@ KNOWN_KEYS = frozenset(MCPServerConfig.model_fields)
 def check_server_entries(value: Any) -> Any:
     """One-line errors for the usual mistakes in ``[[mcp.servers]]``, before pydantic's own checks:
     an unknown key (named), a missing name, two servers with one name."""
+    if isinstance(value, dict):
+        raise ValueError("write each server as [[mcp.servers]] (double brackets: an array of tables), not [mcp.servers]")
     if not isinstance(value, list):
         return value
     seen: set[str] = set()

@@ -335,6 +335,8 @@ def _describe(exc: BaseException) -> str:
         return exc.message
     if type(exc) is ConnectionError:  # ours, already worded
         return str(exc)
+    if type(exc).__name__ == "ConnectError":  # httpx2's: the URL refused or did not resolve
+        return f"cannot connect: {exc}"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     text = str(exc).strip()

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from saber.mcp.config import MCPServerConfig
@@ -119,10 +120,15 @@ class MCPManager:
             out.append(status)
         return out
 
-    async def add(self, config: MCPServerConfig, *, wait: bool = True) -> dict[str, Any]:
-        """Add a server at run time and connect it (waiting up to ``startup_timeout`` when ``wait``)."""
+    async def add(self, config: MCPServerConfig, *, wait: bool = True, save_to: Path | None = None) -> dict[str, Any]:
+        """Add a server at run time and connect it (waiting up to ``startup_timeout`` when ``wait``);
+        with ``save_to`` (a saber.toml) it is also written there, so it is back after a restart."""
         if config.name in self.configs:
             raise ValueError(f"an MCP server named {config.name!r} already exists")
+        if save_to is not None:
+            from saber.mcp.toml_edit import add_server
+
+            add_server(save_to, config)
         self.configs[config.name] = config
         if config.enabled:
             connection = self._connect(config)
@@ -130,10 +136,15 @@ class MCPManager:
                 await self._wait([connection])
         return next(s for s in self.list() if s["name"] == config.name)
 
-    async def remove(self, name: str) -> bool:
-        """Disconnect the server and drop its tools; False when there is no such server."""
+    async def remove(self, name: str, *, save_to: Path | None = None) -> bool:
+        """Disconnect the server and drop its tools (and its entry in ``save_to``, a saber.toml);
+        False when there is no such server."""
         if self.configs.pop(name, None) is None:
             return False
+        if save_to is not None:
+            from saber.mcp.toml_edit import remove_server
+
+            remove_server(save_to, name)
         connection = self.connections.pop(name, None)
         if connection is not None:
             await connection.stop()

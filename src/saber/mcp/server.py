@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -123,11 +124,27 @@ async def serve_stdio(agent: Any, *, include_mcp_tools: bool = True) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: bool = True) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
+async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: bool = True,
+                     on_listening: Callable[[], None] | None = None) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled. The socket is bound
+    first, so a port in use is an OSError naming it (not a log line and an exit)."""
+    import socket
+
     import uvicorn
 
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     server = build_server(agent, include_mcp_tools=include_mcp_tools)
     app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    if on_listening is not None:
+        on_listening()
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        sock.close()

@@ -71,5 +71,11 @@ def remove_server(path: Path, name: str) -> bool:
     if index is None:
         return False
     del servers[index]
+    if not servers:  # an empty array of tables would be written as a stray `mcp.servers = []`
+        mcp = doc["mcp"]
+        assert isinstance(mcp, dict)
+        del mcp["servers"]
+        if not mcp:
+            del doc["mcp"]
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
     return True

@@ -123,10 +123,26 @@ class ToolIndex:
             worker.join(timeout)
         return worker is None or not worker.is_alive()
 
+    async def refresh(self, registry: Mapping[str, Tool], query: str, tools: Mapping[str, Tool], *, above: int) -> None:
+        """Before routing ``query``: follow the registry and tokenize the query (jieba's first use
+        loads its dictionary) in a thread, then ``prepare_for``; nothing heavy runs on the loop."""
+        from saber.rag.keyword import tokenize
+
+        def work() -> None:
+            self.update(registry)
+            if self._mcp:
+                tokenize(query)
+
+        await asyncio.to_thread(work)
+        await self.prepare_for(query, tools, above=above)
+
     async def prepare_for(self, query: str, tools: Mapping[str, Tool], *, above: int) -> None:
-        """``prepare`` when the index will be asked about ``query``: MCP tools are there (routing)
-        or more than ``above`` tools (the planner prompt's selection)."""
-        if len(tools) > above or any(t.is_mcp for t in tools.values()):
+        """``prepare`` when the planner prompt will list a selection (more than ``above`` tools).
+
+        A query's embedding costs a model call on the CPU (tens of ms idle, a second or more on a
+        loaded machine), so it is made only then; with fewer tools routing ranks by words alone
+        and the planner sees every tool anyway."""
+        if len(tools) > above:
             await self.prepare(query)
 
     async def prepare(self, query: str) -> None:

@@ -8,6 +8,7 @@ The cache is ``$SABER_TEST_CACHE`` or ``saber-test-cache`` in the temp folder; r
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -44,12 +45,14 @@ def _install_once(target: Path, build: Callable[[Path], None]) -> Path:
     """Build ``target`` unless a finished build is there (a marker file is written last, so a
     half-done install is started again; venv scripts name their folder, so no build-and-rename)."""
     marker = target / ".saber-complete"
-    if marker.exists():
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    build(target)
-    marker.write_text("ok\n")
+    with (target.parent / f".{target.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test run may be installing the same thing
+        if marker.exists():
+            return target
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        build(target)
+        marker.write_text("ok\n")
     return target
 
 

@@ -13,7 +13,7 @@ from saber.mcp.config import MCPServerConfig
 from saber.testing import ScriptedModel
 from saber.tools import ToolArgumentError, ToolError
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # the first test installs the servers (cached)
 
 
 def everything(url: str, **extra: object) -> MCPServerConfig:

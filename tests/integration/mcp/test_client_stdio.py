@@ -19,7 +19,7 @@ from saber.mcp.connection import MCPConnection
 from saber.testing import ScriptedModel
 from saber.tools import ToolArgumentError, ToolError, tool
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # the first test installs the servers (cached)
 
 CHANGING = str(Path(__file__).with_name("changing_server.py"))
 
