@@ -103,7 +103,8 @@ def exec_tool(workspace: Workspace, policy: CommandPolicy) -> Tool:
         f"Run a command {sandbox_word} and return its exit code, stdout and stderr. "
         f"Runs without asking: {', '.join(policy.allow) or 'nothing'}; anything else waits for a person's approval.",
         {"type": "object", "properties": {
-            "command": {"type": "string", "description": "The command line, e.g. \"ls -la\" or \"python3 -c 'print(1)'\"."},
+            "command": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+                        "description": "The command line, e.g. \"ls -la\" or \"python3 -c 'print(1)'\", or its words as a list."},
             "cwd": {"type": "string", "description": "Folder in the workspace to run in (default: the workspace)."},
         }, "required": ["command"]},
         execute,

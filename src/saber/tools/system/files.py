@@ -191,6 +191,16 @@ def _search_rg(rg: str, pattern: str, path: Path, root: Path, glob: str | None) 
     if glob:
         argv += ["--glob", glob]
     argv.append(str(path))
+    out = _rg_lines(argv, root)
+    if not pattern.isascii():
+        # ASCII patterns match GB18030 files byte for byte; others need the files decoded as GB18030.
+        seen = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out if line.count(":") >= 2}
+        gb = [a if a != "auto" else "gb18030" for a in argv]
+        out += [line for line in _rg_lines(gb, root) if ":".join(line.split(":", 2)[:2]) not in seen and "\ufffd" not in line]
+    return out
+
+
+def _rg_lines(argv: list[str], root: Path) -> list[str]:
     try:
         done = subprocess.run(argv, capture_output=True, timeout=30, cwd=root, check=False)
     except subprocess.TimeoutExpired:
