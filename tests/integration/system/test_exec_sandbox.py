@@ -26,6 +26,14 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
+def exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+def running_commands() -> str:
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+
+
 def exec_for(home: Path, **settings: Any) -> Tool:
     got = system_tools(Settings(home=home, exec_enabled=True, **settings))
     tools = {t.name: t for t in got.tools}
@@ -53,7 +61,7 @@ async def test_writes_outside_the_workspace_fail_and_inside_persist(home: Path) 
     out = await tool.run({"command": "sh -c 'echo kept > /workspace/k.txt; echo gone > /tmp/t.txt; touch /usr/evil /etc/evil'"})
     assert (home / "workspace" / "k.txt").read_text() == "kept\n"
     assert "evil" in out["stderr"]
-    assert not Path("/usr/evil").exists() and not Path("/etc/evil").exists()
+    assert not exists("/usr/evil") and not exists("/etc/evil")
 
 
 async def test_cannot_read_root_or_the_saber_database(home: Path) -> None:
@@ -110,8 +118,7 @@ async def test_a_background_child_does_not_outlive_the_command(home: Path) -> No
     marker = "3141.5926"
     out = await tool.run({"command": ["sh", "-c", f"sleep {marker} & echo started"]})
     assert out["stdout"] == "started\n"
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    assert f"sleep {marker}" not in ps
+    assert f"sleep {marker}" not in running_commands()
 
 
 async def test_memory_and_cpu_limits(home: Path) -> None:

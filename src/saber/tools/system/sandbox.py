@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import shutil
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
