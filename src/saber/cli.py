@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from saber.approvals.cli import approvals_command, approve_command, deny_command
 from saber.clikit.output import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -73,6 +74,9 @@ app.add_typer(docs_app, name="docs")
 app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
 app.command("serve", help="Run the HTTP API: REST + SSE, and OpenAI-compatible /v1.")(serve_command)
+app.command("approve", help="Approve a step that waits for your yes.")(approve_command)
+app.command("deny", help="Deny a step that waits for your yes.")(deny_command)
+app.command("approvals", help="List the steps waiting for a yes or no.")(approvals_command)
 app.add_typer(mcp_app, name="mcp")
 
 
@@ -179,6 +183,8 @@ async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> No
             renderer.render(event.type, event.data, event.to_dict())
             if event.type == "error":
                 model_errors.append(str(event.data["message"]))
+            elif event.type == "approval_required" and not as_json and sys.stdin.isatty():
+                await _ask_approval(agent, event.data)
     except ValueError as exc:
         await agent.aclose()
         raise CLIError(str(exc), EXIT_USAGE) from None
@@ -196,6 +202,22 @@ async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> No
     await agent.aclose()
     if model_errors:
         raise CLIError(model_errors[0], 1)
+
+
+async def _ask_approval(agent: Any, question: dict[str, Any]) -> None:
+    """The terminal's prompt for a waiting step (other steps keep running meanwhile)."""
+    from saber.clikit.output import err
+
+    prompt = f"approve {question['tool']} for step {question['node_id']}? [y]es / [n]o / [a]lways this task: "
+    while True:
+        err().print(plain(f"{question['reason']}: {question['params']}"))
+        answer = (await asyncio.to_thread(input, prompt)).strip().lower()
+        if answer in ("y", "yes", "n", "no", "a", "always"):
+            break
+    approve = answer[0] in "ya"
+    reason = "" if approve else (await asyncio.to_thread(input, "why (optional): ")).strip()
+    await agent.approvals.decide(question["task_id"], question["node_id"], approve=approve, by="cli", reason=reason,
+                                 for_task=answer[0] == "a")
 
 
 async def _close_now(agent: Any) -> None:

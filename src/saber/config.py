@@ -162,6 +162,39 @@ class Settings(BaseSettings):
     graph_on_failure: Literal["skip", "continue"] = "skip"
     """skip: dependents of a failed node are skipped; continue: they run with the failure as input."""
 
+    # system tools: the workspace's files, and commands in a sandbox
+    files_enabled: bool = True
+    """read_file, list_dir and search_files over the workspace roots."""
+    files_roots: list[Path] = Field(default_factory=list)
+    """Folders the file tools and exec_command may touch; default: ``home``/workspace."""
+    files_write: bool = False
+    """Register write_file (it asks for approval before each write)."""
+    files_max_read_bytes: int = Field(1_000_000, ge=1)
+    files_max_write_bytes: int = Field(1_000_000, ge=1)
+    exec_enabled: bool = False
+    """Register exec_command (needs bubblewrap unless sandbox = "none")."""
+    exec_sandbox: Literal["bwrap", "none"] = "bwrap"
+    exec_shell: bool = False
+    """Run the command through /bin/sh -c (then every command asks for approval)."""
+    exec_network: bool = False
+    exec_workspace_write: bool = True
+    """Bind the workspace read-write inside the sandbox (false: read-only)."""
+    exec_allow: list[str] = Field(default_factory=lambda: ["ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo",
+                                                           "pwd", "date", "sort", "uniq", "diff", "file", "stat", "du",
+                                                           "python3 -c"])
+    """Commands (argv prefixes) that run without asking; anything else needs approval."""
+    exec_timeout: float = Field(30.0, gt=0)
+    exec_cpu_seconds: int = Field(30, ge=1)
+    exec_memory_mb: int = Field(1024, ge=16)
+    exec_max_processes: int = Field(64, ge=1)
+    exec_max_output_bytes: int = Field(65536, ge=1024)
+
+    # approvals
+    approval_tools: list[str] = Field(default_factory=list)
+    """Tools that always ask a person before they run (besides those that ask by themselves)."""
+    approval_timeout: float = Field(600.0, gt=0)
+    """Seconds a step waits for an answer; then it fails as not approved."""
+
     # agent and memory
     history_turns: int = Field(20, ge=1)
     memory_merge_threshold: float = Field(0.97, gt=0, le=1)

@@ -160,6 +160,28 @@ class Replan(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ApprovalRequired(_Event):
+    """A step waits for a person's yes (``saber approve``, the API, the web page) before it runs."""
+
+    type: Literal["approval_required"] = "approval_required"
+    task_id: str
+    node_id: str
+    tool: str
+    params: dict[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalGiven(_Event):
+    type: Literal["approval_given"] = "approval_given"
+    task_id: str
+    node_id: str
+    approved: bool
+    by: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Error(_Event):
     type: Literal["error"] = "error"
     message: str
@@ -180,7 +202,7 @@ class Done(_Event):
 
 Event: TypeAlias = (
     Start | Route | Memory | Token | ToolCallEvent | RagResult | Plan | GraphReady | NodeStart | NodeDone
-    | RaceWon | Step | Replan | Error | Done
+    | RaceWon | Step | Replan | ApprovalRequired | ApprovalGiven | Error | Done
 )
 EventHandler: TypeAlias = Callable[[Event], Any]
 """Takes an event; may return an awaitable, which the emitter awaits."""

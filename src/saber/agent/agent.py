@@ -49,8 +49,10 @@ from saber.agent.validation import (
     check_user_id,
     limit_answer,
 )
+from saber.approvals import ApprovalBroker
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
+from saber.graph.approval import approving_with
 from saber.graph.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
@@ -66,6 +68,7 @@ from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
 from saber.tools.index import ToolIndex
 from saber.tools.registry import ToolRegistry
+from saber.tools.system import system_tools
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +109,7 @@ class Agent:
         sub_agents: dict[str, SubAgentBase] | None = None,
         bus: EventBus | None = None,
         memory_model: ChatModel | None = None,
+        approvals: ApprovalBroker | None = None,
     ) -> None:
         """Everything not given is built from ``settings``.
 
@@ -120,6 +124,13 @@ class Agent:
         self._owns_model = model is None
         self.model = model or model_from_settings(self.settings)
         registry = ToolRegistry(builtin_tools(self.settings) if builtin else ())
+        system = system_tools(self.settings) if builtin else None
+        for t in system.tools if system is not None else ():
+            registry.register(t)
+        self.system_notes: list[str] = system.notes if system is not None else []
+        """What of the system tools is off, and why (``saber config``, ``/api/status``)."""
+        self.approvals = approvals or ApprovalBroker.from_settings(self.settings)
+        """Questions steps ask a person before they run; ``approvals.decide`` answers one."""
         engine = knowledge or engine_from_settings(self.settings)
         for t in knowledge_tools(engine):
             registry.register(t)
@@ -217,8 +228,9 @@ class Agent:
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools,
                                   evidence=decision.evidence.to_dict() if decision.evidence else None))
-            answer = await within_request(turn, lambda: self._dispatch(turn, decision),
-                                          seconds=self.settings.request_deadline, started=started)
+            with approving_with(self.approvals.for_user(turn.user_id)):
+                answer = await within_request(turn, lambda: self._dispatch(turn, decision),
+                                              seconds=self.settings.request_deadline, started=started)
             await self._finalize(turn, answer, remember)
             return answer
 
@@ -247,7 +259,8 @@ class Agent:
                 turn.preferences = await self.services.memory.preferences(turn.user_id)
             turn.route = RouteDecision(mode="react", rule=f"resume:checkpoint({saved.status})", tools=list(tools))
             await turn.emit(Route(mode="react", rule=turn.route.rule, tools=turn.route.tools))
-            answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
+            with approving_with(self.approvals.for_user(turn.user_id)):
+                answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
             await self._finalize(turn, answer, remember=False)
             return answer
 
@@ -300,6 +313,7 @@ class Agent:
             await asyncio.to_thread(self.services.memory.close)  # closing the pool's connections
         if self.services.checkpoints is not None:
             await self.services.checkpoints.close()
+        self.approvals.close()
         if self.services.knowledge is not None:
             await asyncio.to_thread(self.services.knowledge.close)
         close_model = getattr(self.model, "aclose", None)

@@ -12,6 +12,7 @@ from typing import Any
 
 from saber.events import Event, NodeStart, Step
 from saber.graph.agents import SubAgent, SubAgentTask
+from saber.graph.approval import current_gate, denial_message
 from saber.graph.attempts import Attempt, ToolEvents
 from saber.graph.config import GraphConfig
 from saber.graph.idempotency import bind, node_key, unbind
@@ -74,6 +75,10 @@ class NodeExecutor:
     async def run_node(self, node: Node) -> NodeOutcome:
         """All attempts of one node: retryable failures are retried with backoff and jitter."""
         started = time.perf_counter()
+        refused = await self._approval(node)
+        if refused is not None:
+            return NodeOutcome(node_id=node.id, status=NodeStatus.FAILED, error=refused,
+                               duration_ms=(time.perf_counter() - started) * 1000.0)
         attempts = self.config.attempts
         for attempt in range(1, attempts + 1):
             node.attempts = attempt
@@ -101,6 +106,26 @@ class NodeExecutor:
                                          f"retrying in {delay * 1000:.0f} ms"))
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _approval(self, node: Node) -> str | None:
+        """None when the node may run; else why not (denied, or no answer in time). Calls whose
+        arguments do not validate are left to fail in their attempt, with the usual message."""
+        gate = current_gate()
+        tool = self.tools.get(node.tool or "") if node.type == "tool" else None
+        if gate is None or tool is None:
+            return None
+        inputs = self.state.inputs(node) if node.depends_on else {}
+        params = self.substitute(node.params, {dep: value for (dep, _), value in inputs.items()}) if inputs else node.params
+        try:
+            args = tool.validate(params)
+        except ToolError:
+            return None
+        reason = gate.reason_for(tool, args)
+        if reason is None:
+            return None
+        decision = await gate.request(task_id=self.task_id, node_id=node.id, tool=tool.name, params=args, reason=reason,
+                                      emit=self.emit)
+        return None if decision.approved else denial_message(decision)
 
     async def _attempt(self, node: Node, current: Attempt) -> Any:
         key = bind(node_key(self.task_id, node.id))  # the same for every attempt and across resumes

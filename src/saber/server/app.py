@@ -15,7 +15,7 @@ from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
 from saber.server.middleware import RequestContext
 from saber.server.owners import DocumentOwners
-from saber.server.routes import chat, documents, memory, openai, status, tasks
+from saber.server.routes import approvals, chat, documents, memory, openai, status, tasks
 from saber.server.routes.documents import MAX_FILES
 from saber.server.runs import RunManager
 
@@ -61,7 +61,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
 
     app.add_middleware(KeyGate, keys=keys)
     app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
-    for router in (chat.router, tasks.router, documents.router, memory.router, status.router, openai.router):
+    for router in (chat.router, tasks.router, approvals.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
     return app
 

@@ -101,6 +101,15 @@ class Tool:
     """Tools with the same race group are interchangeable sources (e.g. web search, knowledge base)."""
     validator: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     """Overrides schema-driven validation (``@tool`` uses the pydantic model built from hints)."""
+    requires_approval: bool | Callable[[dict[str, Any]], str | None] = field(default=False, compare=False)
+    """True, or a predicate on the validated arguments returning why a person must approve the call
+    (None when it may run without asking)."""
+
+    def approval_reason(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why this call needs a person's yes before it runs, or None."""
+        if callable(self.requires_approval):
+            return self.requires_approval(dict(arguments))
+        return f"{self.name} requires approval" if self.requires_approval else None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").replace(".", "").isalnum():
@@ -258,7 +267,8 @@ def tool(func: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, race_group: str | None = None
+    *, name: str | None = None, description: str | None = None, race_group: str | None = None,
+    requires_approval: bool | Callable[[dict[str, Any]], str | None] = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -269,6 +279,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     race_group: str | None = None,
+    requires_approval: bool | Callable[[dict[str, Any]], str | None] = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a Tool from a plain (sync or async) function: schema from hints, text from the docstring."""
 
@@ -290,7 +301,7 @@ def tool(
             return validate_with_model(fs.model, args, fs.name)
 
         built = Tool(name=fs.name, description=fs.description, schema=fs.json_schema, execute=execute,
-                     race_group=race_group, validator=validator)
+                     race_group=race_group, validator=validator, requires_approval=requires_approval)
         return built
 
     return build(func) if func is not None else build

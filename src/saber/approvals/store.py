@@ -1,0 +1,100 @@
+"""The approvals table: one row per (task, node) question; a row ``*tool:<name>`` records
+"approved for the rest of the task". Blocking calls, run in worker threads by the broker."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from saber.db import Database
+
+TASK_WIDE = "*tool:"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    task_id: str
+    node_id: str
+    user_id: str
+    tool: str
+    params: dict[str, Any]
+    reason: str
+    status: str
+    """pending | approved | denied"""
+    decided_by: str = ""
+    decision_reason: str = ""
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "node_id": self.node_id, "tool": self.tool, "params": self.params,
+                "reason": self.reason, "status": self.status, "decided_by": self.decided_by,
+                "decision_reason": self.decision_reason, "created_at": self.created_at}
+
+
+_COLUMNS = "task_id, node_id, user_id, tool, params, reason, status, decided_by, decision_reason, created_at"
+
+
+def _row(row: Any) -> Question:
+    return Question(task_id=row[0], node_id=row[1], user_id=row[2], tool=row[3], params=json.loads(row[4]),
+                    reason=row[5], status=row[6], decided_by=row[7], decision_reason=row[8], created_at=row[9])
+
+
+class ApprovalStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get(self, task_id: str, node_id: str) -> Question | None:
+        with self.db.transaction() as tx:
+            row = tx.execute(f"SELECT {_COLUMNS} FROM approvals WHERE task_id = ? AND node_id = ?",
+                             (task_id, node_id)).fetchone()
+        return _row(row) if row else None
+
+    def ask(self, *, task_id: str, node_id: str, user_id: str, tool: str, params: dict[str, Any], reason: str) -> Question:
+        """The question for this node: the one already asked (answered or not), else a new one."""
+        with self.db.transaction(write=True, durable=True) as tx:
+            row = tx.execute(f"SELECT {_COLUMNS} FROM approvals WHERE task_id = ? AND node_id = ?",
+                             (task_id, node_id)).fetchone()
+            if row:
+                return _row(row)
+            now = time.time()
+            tx.execute(f"INSERT INTO approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', '', '', ?)",
+                       (task_id, node_id, user_id, tool, json.dumps(params, ensure_ascii=False, default=str), reason, now))
+        return Question(task_id=task_id, node_id=node_id, user_id=user_id, tool=tool, params=params, reason=reason,
+                        status="pending", created_at=now)
+
+    def decide(self, task_id: str, node_id: str, *, approve: bool, by: str, reason: str = "") -> Question | None:
+        """Answer a pending question; None when there is none (unknown, or answered already)."""
+        with self.db.transaction(write=True, durable=True) as tx:
+            changed = tx.execute(
+                "UPDATE approvals SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ? "
+                "WHERE task_id = ? AND node_id = ? AND status = 'pending'",
+                ("approved" if approve else "denied", by, reason, time.time(), task_id, node_id)).rowcount
+            if not changed:
+                return None
+            row = tx.execute(f"SELECT {_COLUMNS} FROM approvals WHERE task_id = ? AND node_id = ?",
+                             (task_id, node_id)).fetchone()
+        return _row(row)
+
+    def approve_tool_for_task(self, task_id: str, tool: str, *, user_id: str, by: str) -> None:
+        with self.db.transaction(write=True, durable=True) as tx:
+            tx.execute("DELETE FROM approvals WHERE task_id = ? AND node_id = ?", (task_id, TASK_WIDE + tool))
+            tx.execute(f"INSERT INTO approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', 'approved for the task', "
+                       "'approved', ?, '', ?)", (task_id, TASK_WIDE + tool, user_id, tool, by, time.time()))
+
+    def approved_for_task(self, task_id: str, tool: str) -> bool:
+        return self.get(task_id, TASK_WIDE + tool) is not None
+
+    def pending(self, *, task_id: str | None = None, user_id: str | None = None) -> list[Question]:
+        sql = f"SELECT {_COLUMNS} FROM approvals WHERE status = 'pending'"
+        args: list[Any] = []
+        if task_id is not None:
+            sql += " AND task_id = ?"
+            args.append(task_id)
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            args.append(user_id)
+        with self.db.transaction() as tx:
+            rows = tx.execute(sql + " ORDER BY created_at", args).fetchall()
+        return [_row(r) for r in rows]

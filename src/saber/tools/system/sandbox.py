@@ -1,0 +1,205 @@
+"""Running a command confined by bubblewrap: a read-only system, the workspace bound at
+``/workspace``, a private ``/tmp``, no network unless allowed, a scrubbed environment, its own PID
+namespace (a background child dies with the command), and limits on wall time, CPU time, memory,
+processes, file size and output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SANDBOX_HOME = "/workspace"
+NOBODY = 65534
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    wall_seconds: float = 30.0
+    cpu_seconds: int = 30
+    memory_mb: int = 1024
+    processes: int = 64
+    file_mb: int = 64
+    output_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class Confinement:
+    workspace: Path
+    workspace_writable: bool = True
+    network: bool = False
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    output_cut: bool = False
+    killed_reason: str = ""
+
+
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def check_bwrap() -> str | None:
+    """None when bubblewrap can start a sandbox here, else why not (one line)."""
+    if bwrap_path() is None:
+        return "bubblewrap (bwrap) is not installed"
+    for tool in ("prlimit", "setpriv"):
+        if shutil.which(tool) is None:
+            return f"{tool} (util-linux) is not installed"
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chmod(scratch, 0o777)
+        argv = command_line(["/bin/true"], Confinement(workspace=Path(scratch)), SANDBOX_HOME)
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap cannot run: {exc}"
+    if done.returncode != 0:
+        return f"bubblewrap cannot create a sandbox here: {done.stderr.decode('utf-8', 'replace').strip()[:200]}"
+    return None
+
+
+def sandbox_uid() -> int:
+    """The user the confined command runs as: ``nobody`` when Saber runs as root."""
+    return NOBODY if os.geteuid() == 0 else os.geteuid()
+
+
+def command_line(argv: list[str], box: Confinement, cwd: str = SANDBOX_HOME) -> list[str]:
+    """The full command line. As root, bubblewrap builds the namespaces and ``setpriv`` then drops
+    to ``nobody`` with no capabilities, so the process limit (counted per real user, ignored for
+    root) holds; as another user, bubblewrap runs in a user namespace of its own."""
+    prlimit = prlimit_argv(box.limits, sandbox_uid())
+    if os.geteuid() == 0:
+        drop = [_which("setpriv"), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--bounding-set=-all",
+                "--inh-caps=-all", "--no-new-privs"]
+        namespaces = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if not box.network:
+            namespaces.append("--unshare-net")
+        return [_which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *drop, *prlimit, *argv]
+    namespaces = ["--unshare-all", "--cap-drop", "ALL"] + (["--share-net"] if box.network else [])
+    return [*prlimit, _which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *argv]
+
+
+def prlimit_argv(limits: Limits, uid: int) -> list[str]:
+    """util-linux ``prlimit`` applies the limits and execs the command (no Python code runs
+    between fork and exec). The process count is per real user, so it is set above what that
+    user runs now."""
+    mb = 1024 * 1024
+    nproc = _processes_of(uid) + limits.processes
+    return [_which("prlimit"), f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_mb * mb}",
+            f"--fsize={limits.file_mb * mb}", "--core=0", f"--nproc={nproc}", "--"]
+
+
+def _which(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} is not installed")
+    return found
+
+
+def _mounts(box: Confinement, cwd: str) -> list[str]:
+    out = ["--clearenv", "--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib64", "lib32"):
+        top = Path("/") / name
+        if top.is_symlink():
+            out += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            out += ["--ro-bind", str(top), str(top)]
+    for etc in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf",
+                "passwd", "group", "ssl", "ca-certificates", "mime.types"):
+        out += ["--ro-bind-try", f"/etc/{etc}", f"/etc/{etc}"]
+    if box.network:
+        out += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts"]
+    out += ["--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp", "--perms", "01777", "--tmpfs", "/var/tmp",
+            "--bind" if box.workspace_writable else "--ro-bind", str(box.workspace), SANDBOX_HOME,
+            "--chdir", cwd,
+            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", SANDBOX_HOME,
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            "--"]
+    return out
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path) -> Outcome:
+    """Run ``argv`` (inside bubblewrap when ``box`` is given, else unconfined in ``cwd``) with the
+    limits; output past the cap stops the command and says so."""
+    limits = box.limits if box is not None else Limits()
+    if box is not None:
+        inner = SANDBOX_HOME + ("/" + cwd.relative_to(box.workspace).as_posix() if cwd != box.workspace else "")
+        full = command_line(argv, box, inner)
+    else:
+        full = prlimit_argv(limits, os.geteuid()) + argv
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(cwd)}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *full, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError:
+        return Outcome(exit_code=127, stdout="", stderr=f"command not found: {argv[0]}")
+    except PermissionError as exc:
+        return Outcome(exit_code=126, stdout="", stderr=f"cannot run {argv[0]}: {exc.strerror}")
+    budget = [limits.output_bytes]
+    cut = asyncio.Event()
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = asyncio.gather(_drain(proc.stdout, budget, cut), _drain(proc.stderr, budget, cut))
+    timed_out = False
+    reason = ""
+    try:
+        waiter = asyncio.ensure_future(proc.wait())
+        cutter = asyncio.ensure_future(cut.wait())
+        done, _ = await asyncio.wait({waiter, cutter}, timeout=limits.wall_seconds, return_when=asyncio.FIRST_COMPLETED)
+        if waiter not in done:
+            if cutter in done:
+                reason = f"output over {limits.output_bytes:,} bytes: the command was stopped"
+            else:
+                timed_out = True
+                reason = f"timed out after {limits.wall_seconds:g} s: the command was stopped"
+            _kill_group(proc.pid)
+            await proc.wait()
+        cutter.cancel()
+    finally:
+        if proc.returncode is None:
+            _kill_group(proc.pid)
+            await proc.wait()
+    out, err = await readers
+    return Outcome(exit_code=proc.returncode, stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+                   timed_out=timed_out, output_cut=cut.is_set(), killed_reason=reason)
+
+
+async def _drain(stream: asyncio.StreamReader, budget: list[int], cut: asyncio.Event) -> bytes:
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        take = min(len(chunk), max(budget[0], 0))
+        kept += chunk[:take]
+        budget[0] -= len(chunk)
+        if budget[0] < 0:
+            cut.set()
+    return bytes(kept)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,145 @@
+"""exec_command in bubblewrap: every escape attempt is refused or contained."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from saber.config import Settings
+from saber.tools.base import Tool
+from saber.tools.system import system_tools
+
+pytestmark = pytest.mark.slow
+
+if shutil.which("bwrap") is None:
+    pytest.fail("bubblewrap is not installed: .ci/run installs Debian's bubblewrap", pytrace=False)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+def running_commands() -> str:
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+
+
+def exec_for(home: Path, **settings: Any) -> Tool:
+    got = system_tools(Settings(home=home, exec_enabled=True, **settings))
+    tools = {t.name: t for t in got.tools}
+    assert "exec_command" in tools, got.notes
+    return tools["exec_command"]
+
+
+async def test_runs_a_command_in_the_workspace(home: Path) -> None:
+    tool = exec_for(home)
+    (home / "workspace" / "data.txt").write_text("3\n1\n2\n", encoding="utf-8")
+    out = await tool.run({"command": "sort data.txt"})
+    assert out == {"exit_code": 0, "stdout": "1\n2\n3\n", "stderr": ""}
+    out = await tool.run({"command": "python3 -c 'import os; print(os.getcwd())'"})
+    assert out["stdout"] == "/workspace\n"
+
+
+async def test_a_string_is_never_passed_to_a_shell(home: Path) -> None:
+    tool = exec_for(home)
+    out = await tool.run({"command": "echo $HOME; echo `id`"})
+    assert out["stdout"] == "$HOME; echo `id`\n"
+
+
+async def test_writes_outside_the_workspace_fail_and_inside_persist(home: Path) -> None:
+    tool = exec_for(home)
+    out = await tool.run({"command": "sh -c 'echo kept > /workspace/k.txt; echo gone > /tmp/t.txt; touch /usr/evil /etc/evil'"})
+    assert (home / "workspace" / "k.txt").read_text() == "kept\n"
+    assert "evil" in out["stderr"]
+    assert not exists("/usr/evil") and not exists("/etc/evil")
+
+
+async def test_cannot_read_root_or_the_saber_database(home: Path) -> None:
+    tool = exec_for(home)
+    (home / "saber.db").write_bytes(b"SQLite format 3\x00 secret rows")
+    out = await tool.run({"command": f"cat {home / 'saber.db'}"})
+    assert out["exit_code"] != 0 and "secret rows" not in out["stdout"]
+    out = await tool.run({"command": "ls /root"})
+    assert out["exit_code"] != 0
+    out = await tool.run({"command": "cat /etc/shadow"})
+    assert out["exit_code"] != 0 and out["stdout"] == ""
+
+
+async def test_no_network(home: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    try:
+        tool = exec_for(home)
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')"
+        out = await tool.run({"command": ["python3", "-c", code]})
+        assert "connected" not in out["stdout"] and out["exit_code"] != 0
+    finally:
+        listener.close()
+
+
+async def test_a_process_bomb_hits_the_process_limit(home: Path) -> None:
+    tool = exec_for(home, exec_max_processes=16, exec_timeout=20)
+    bomb = "import os\nfor i in range(200):\n    try:\n        os.fork() or os.pause()\n    except OSError as e:\n        print('limit', i); break"
+    started = time.monotonic()
+    out = await tool.run({"command": ["python3", "-c", bomb]})
+    assert "limit" in out["stdout"], out
+    assert time.monotonic() - started < 20
+
+
+async def test_a_hundred_megabytes_of_output_is_cut_and_says_so(home: Path) -> None:
+    tool = exec_for(home, exec_max_output_bytes=4096)
+    out = await tool.run({"command": "python3 -c 'import sys; sys.stdout.write(\"x\" * 100_000_000)'"})
+    assert len(out["stdout"]) <= 4096
+    assert "output over 4,096 bytes" in out["note"]
+
+
+async def test_sleeping_past_the_timeout_is_stopped(home: Path) -> None:
+    tool = exec_for(home, exec_timeout=1.0)
+    started = time.monotonic()
+    out = await tool.run({"command": "sleep 30"})
+    assert out["note"].startswith("timed out after 1 s")
+    assert time.monotonic() - started < 10
+
+
+async def test_a_background_child_does_not_outlive_the_command(home: Path) -> None:
+    tool = exec_for(home)
+    marker = "3141.5926"
+    out = await tool.run({"command": ["sh", "-c", f"sleep {marker} & echo started"]})
+    assert out["stdout"] == "started\n"
+    assert f"sleep {marker}" not in running_commands()
+
+
+async def test_memory_and_cpu_limits(home: Path) -> None:
+    tool = exec_for(home, exec_memory_mb=256, exec_cpu_seconds=1, exec_timeout=20)
+    out = await tool.run({"command": ["python3", "-c", "x = bytearray(1024 * 1024 * 1024)"]})
+    assert "MemoryError" in out["stderr"]
+    out = await tool.run({"command": ["python3", "-c", "while True: pass"]})
+    assert out["exit_code"] != 0 and "timed out" not in out.get("note", "")
+
+
+def test_the_allow_list_decides_what_asks_first(home: Path) -> None:
+    tool = exec_for(home)
+    assert tool.approval_reason({"command": "ls -la"}) is None
+    assert tool.approval_reason({"command": "python3 -c 'print(1)'"}) is None
+    assert tool.approval_reason({"command": "python3 script.py"}) == "python3 is not on the allow-list"
+    assert tool.approval_reason({"command": "rm -rf /workspace"}) == "rm is not on the allow-list"
+    shell = exec_for(home, exec_shell=True)
+    assert shell.approval_reason({"command": "ls"}) == "shell commands always need approval"
+
+
+async def test_a_read_only_workspace(home: Path) -> None:
+    tool = exec_for(home, exec_workspace_write=False)
+    out = await tool.run({"command": "sh -c 'echo x > /workspace/x.txt'"})
+    assert out["exit_code"] != 0 and not (home / "workspace" / "x.txt").exists()
