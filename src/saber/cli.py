@@ -24,6 +24,7 @@ from saber.config import ConfigError, Settings, config_path
 from saber.events import Event
 from saber.rag.cli import docs_app, ingest_command
 from saber.rag.documents import RagError
+from saber.server.serve import serve_command
 from saber.tools.errors import ToolError
 
 T = TypeVar("T")
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 app.command("ingest", help="Add files or folders to the knowledge base.")(ingest_command)
 app.add_typer(docs_app, name="docs")
+app.command("serve", help="Run the HTTP API: REST + SSE, and OpenAI-compatible /v1.")(serve_command)
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

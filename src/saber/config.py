@@ -152,6 +152,21 @@ class Settings(BaseSettings):
     memory_min_relevance: float = 0.03
     """How far above its similarity to neutral sentences a memory must score to be recalled."""
 
+    # HTTP server (``saber serve``)
+    server_api_keys: dict[str, str] = Field(default_factory=dict)
+    """API keys as ``"sha256:<hex of the key>" = "<user id>"`` (``saber serve --new-key USER`` prints one)."""
+    server_keys_file: Path | None = None
+    """A file of more keys, one ``<user id> sha256:<hex>`` per line (``#`` comments)."""
+    server_max_body_bytes: int = Field(1_000_000, ge=1024)
+    """Largest JSON request body; uploads are limited by ``rag_max_file_mb`` per file instead."""
+    server_max_message_chars: int = Field(32_000, ge=1)
+    server_max_running_per_user: int = Field(4, ge=1)
+    """Requests one user may have running at once; more are answered 429 with Retry-After."""
+    server_shutdown_grace: float = Field(10.0, ge=0)
+    """Seconds running requests get to finish after SIGTERM before they are cancelled."""
+    server_keep_finished: int = Field(1000, ge=0)
+    """Finished tasks whose event logs stay in memory for ``/api/tasks/{id}/events``."""
+
     @field_validator("home", mode="before")
     @classmethod
     def _expand_home(cls, value: Any) -> Path:

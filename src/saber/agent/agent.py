@@ -44,6 +44,7 @@ from saber.graph.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from saber.llm.base import ChatModel
 from saber.llm.factory import model_from_settings
 from saber.llm.nomodel import is_no_model
+from saber.llm.types import Message
 from saber.rag.engine import RagEngine
 from saber.rag.factory import engine_from_settings
 from saber.rag.tools import knowledge_tools
@@ -125,6 +126,12 @@ class Agent:
         """Event queues of requests made but not yet served (``_new_turn`` → ``_serve``)."""
         self._background: set[asyncio.Task[Any]] = set()
 
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     @property
     def registry(self) -> ToolRegistry:
         return self.services.registry
@@ -144,8 +151,12 @@ class Agent:
         selected_tools: Sequence[str] | None = None,
         use_rag: bool | None = None,
         task_id: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding its events; the last one is ``done``.
+
+        ``history``: the conversation so far as the caller holds it (an OpenAI-style client sends
+        it with every request); when given it replaces the user's stored history for this turn.
 
         Closing the stream early cancels the request: use ``contextlib.aclosing(agent.stream(...))``
         to have that happen when the loop is left (otherwise it happens when the generator is
@@ -164,9 +175,12 @@ class Agent:
             await check_new_task_id(self.services.checkpoints, task_id, self._requests)
         options = RouteOptions(mode=mode, selected_tools=list(selected_tools) if selected_tools else None, use_rag=use_rag)
         turn = self._new_turn(query.strip(), user_id, task_id or uuid.uuid4().hex, tools)
+        given_history = list(history) if history is not None else None
 
         async def work() -> str:
             remember = await self._prepare(turn)
+            if given_history is not None:
+                turn.history = given_history
             decision = self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools))

@@ -1,0 +1,60 @@
+"""``create_app``: the FastAPI application: routers, errors, auth, limits and the agent's lifetime."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from saber.agent import Agent
+from saber.config import Settings
+from saber.server.auth import KeyRing
+from saber.server.errors import install_error_handlers
+from saber.server.middleware import RequestContext
+from saber.server.owners import DocumentOwners
+from saber.server.routes import chat, documents, memory, openai, status, tasks
+from saber.server.routes.documents import MAX_FILES
+from saber.server.runs import RunManager
+
+log = logging.getLogger(__name__)
+
+
+def create_app(agent: Agent | None = None, settings: Settings | None = None) -> FastAPI:
+    """The ASGI app. Without ``agent`` one is built from ``settings`` (or saber.toml and the
+    environment) when the app starts, off the event loop, and closed when it stops; an agent
+    passed in stays the caller's to close."""
+    settings = settings or (agent.settings if agent is not None else Settings.load())
+    keys = KeyRing.from_settings(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        built = agent if agent is not None else await asyncio.to_thread(Agent, settings)
+        owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
+        runs = RunManager(built, max_running_per_user=settings.server_max_running_per_user,
+                          keep_finished=settings.server_keep_finished)
+        app.state.agent, app.state.runs, app.state.owners = built, runs, owners
+        try:
+            yield
+        finally:
+            await runs.shutdown(settings.server_shutdown_grace)
+            if agent is None:
+                await built.aclose()
+            owners.close()
+            app.state.agent = None
+
+    app = FastAPI(title="Saber", version="0.1.0", lifespan=lifespan,
+                  description="Saber's agent over HTTP: REST + Server-Sent Events, and an OpenAI-compatible endpoint.")
+    app.state.settings, app.state.keys, app.state.agent = settings, keys, None
+    install_error_handlers(app)
+    upload_limit = int(MAX_FILES * settings.rag_max_file_mb * 1048576) + 1048576
+
+    def limit_for(path: str) -> int:
+        return upload_limit if path.rstrip("/") == "/api/documents" else settings.server_max_body_bytes
+
+    app.add_middleware(RequestContext, limit_for=limit_for)
+    for router in (chat.router, tasks.router, documents.router, memory.router, status.router, openai.router):
+        app.include_router(router)
+    return app

@@ -1,0 +1,123 @@
+"""API keys: stored as SHA-256 hashes, each mapping to a user id.
+
+Keys come from ``[server] api_keys`` in ``saber.toml`` (``"sha256:<hex>" = "alice"``) and from the
+file ``server.keys_file`` (one ``alice sha256:<hex>`` per line). A request proves its user with
+``Authorization: Bearer <key>`` — the header the ``openai`` client sends. With no keys at all
+the server is a local single-user tool (loopback only, enforced by ``saber serve``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from fastapi import Request
+
+from saber.config import ConfigError, Settings
+from saber.server.errors import ApiError
+
+LOCAL_USER = "local"
+"""The user of a server without keys (a request may name another with ``user_id``)."""
+
+
+def hash_key(key: str) -> str:
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_key() -> str:
+    return "sk-saber-" + secrets.token_urlsafe(32)
+
+
+class KeyRing:
+    """Hashed keys → user ids. Lookup hashes the presented key and compares in constant time."""
+
+    def __init__(self, hashed: Mapping[str, str]) -> None:
+        self._users = {h.lower(): user for h, user in hashed.items()}
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._users)
+
+    @property
+    def users(self) -> set[str]:
+        return set(self._users.values())
+
+    def user_for(self, key: str) -> str | None:
+        presented = hash_key(key)
+        found = None
+        for stored, user in self._users.items():
+            if hmac.compare_digest(stored, presented):
+                found = user
+        return found
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KeyRing:
+        hashed: dict[str, str] = {}
+        for h, user in settings.server_api_keys.items():
+            hashed[_checked_hash(h, "server.api_keys")] = _checked_user(user, "server.api_keys")
+        if settings.server_keys_file is not None:
+            hashed.update(read_keys_file(settings.server_keys_file))
+        return cls(hashed)
+
+
+def read_keys_file(path: Path) -> dict[str, str]:
+    try:
+        lines = path.expanduser().read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the keys file: {exc.strerror or exc}") from None
+    out: dict[str, str] = {}
+    for number, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ConfigError(f"{path}:{number}: expected '<user id> sha256:<hex>'")
+        out[_checked_hash(parts[1], f"{path}:{number}")] = _checked_user(parts[0], f"{path}:{number}")
+    return out
+
+
+def _checked_hash(value: str, where: str) -> str:
+    digest = value.lower().removeprefix("sha256:")
+    if not value.lower().startswith("sha256:") or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ConfigError(f"{where}: {value[:20]!r} is not a key hash: write 'sha256:<64 hex digits>' "
+                          "(saber serve --new-key USER prints one), never the key itself")
+    return "sha256:" + digest
+
+
+def _checked_user(user: str, where: str) -> str:
+    if not isinstance(user, str) or not user.strip():
+        raise ConfigError(f"{where}: the user id must be a non-empty string")
+    return user.strip()
+
+
+def authenticate(request: Request) -> str | None:
+    """The key's user, ``None`` in local mode; a 401 when keys are configured and none valid is sent."""
+    ring: KeyRing = request.app.state.keys
+    if not ring.enabled:
+        return None
+    header = request.headers.get("authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'",
+                       headers={"WWW-Authenticate": "Bearer"})
+    user = ring.user_for(key.strip())
+    if user is None:
+        raise ApiError(401, "unauthorized", "invalid API key", headers={"WWW-Authenticate": "Bearer"})
+    return user
+
+
+def caller(request: Request, asked: str | None = None) -> str:
+    """The user a request acts for: the key's; in local mode ``asked`` or the local user."""
+    user = authenticate(request)
+    if user is not None:
+        if asked is not None and asked != user:
+            raise ApiError(403, "forbidden", "user_id cannot be chosen with an API key: the key decides the user")
+        request.scope.setdefault("state", {})["user_id"] = user
+        return user
+    chosen = asked.strip() if asked is not None and asked.strip() else LOCAL_USER
+    request.scope.setdefault("state", {})["user_id"] = chosen
+    return chosen

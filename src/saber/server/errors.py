@@ -1,0 +1,100 @@
+"""Every error the API answers has one shape: ``{"error": {"code", "message"}, "request_id"}``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+    request_id: str
+
+
+class ApiError(Exception):
+    """An answer other than success: raised anywhere in a route, rendered by the handler below."""
+
+    def __init__(self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(404, "not_found", f"{what} not found")
+
+
+def request_id_of(scope_or_request: Any) -> str:
+    scope = scope_or_request.scope if hasattr(scope_or_request, "scope") else scope_or_request
+    return str(scope.get("state", {}).get("request_id", ""))
+
+
+def error_response(status: int, code: str, message: str, request_id: str,
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
+    body = {"error": {"code": code, "message": message}, "request_id": request_id}
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+def describe_validation(errors: Sequence[Any]) -> str:
+    """``body.message: Field required; body.mode: Input should be 'chat', ...`` — every bad field named."""
+    parts = []
+    for e in errors:
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        msg = str(e.get("msg", "invalid"))
+        if e.get("type") == "json_invalid":
+            ctx = e.get("ctx") or {}
+            msg = f"malformed JSON ({ctx.get('error', 'cannot be parsed')})"
+            loc = "body"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts) or "invalid request"
+
+
+_STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+                 405: "method_not_allowed", 406: "not_acceptable", 409: "conflict", 413: "too_large",
+                 415: "unsupported_media_type", 429: "too_many_requests"}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, request_id_of(request), exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "invalid_request", describe_validation(exc.errors()), request_id_of(request))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        headers = dict(exc.headers or {})
+        return error_response(exc.status_code, code, str(exc.detail), request_id_of(request), headers)
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("request %s failed", request_id_of(request))
+        return error_response(500, "internal_error", f"internal error ({type(exc).__name__}); see the server log",
+                              request_id_of(request))
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": code.replace("_", " ")}
+    for status, code in ((401, "unauthorized"), (404, "not_found"), (413, "too_large"), (422, "invalid_request"),
+                         (429, "too_many_requests"))
+}
+"""The error answers every API route may give, for the OpenAPI document."""

@@ -1,0 +1,72 @@
+"""``POST /api/chat`` (to the end, JSON) and ``POST /api/chat/stream`` (SSE)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request
+from sse_starlette import EventSourceResponse
+
+from saber.agent import Agent
+from saber.events import Event
+from saber.llm.types import Message
+from saber.server.auth import caller
+from saber.server.deps import AgentDep, RunsDep, SettingsDep
+from saber.server.errors import ERROR_RESPONSES, ApiError
+from saber.server.runs import RunManager, TaskRun
+from saber.server.schemas import ChatRequest, ChatResponse, EventOut
+from saber.server.sse import SSE_RESPONSE, stream_run
+
+router = APIRouter(tags=["chat"], responses=ERROR_RESPONSES)
+
+
+def check_message(text: str, limit: int, field: str = "message") -> None:
+    if len(text) > limit:
+        raise ApiError(413, "too_large", f"{field}: {len(text)} characters, over the limit of {limit}")
+    if not text.strip():
+        raise ApiError(422, "invalid_request", f"{field}: must not be blank")
+
+
+async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatRequest,
+                     history: list[Message] | None = None, kind: str = "chat") -> TaskRun:
+    task_id = body.task_id or uuid.uuid4().hex
+    run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=body.message, detached=body.detach)
+
+    def source() -> AsyncIterator[Event]:
+        return agent.stream(body.message, user_id=user, mode=body.mode, selected_tools=body.selected_tools,
+                            use_rag=body.use_rag, task_id=task_id, history=history)
+
+    try:
+        return await runs.start(run, source)
+    except ValueError as exc:
+        status = 409 if "already" in str(exc) else 422
+        raise ApiError(status, "conflict" if status == 409 else "invalid_request", str(exc)) from None
+
+
+def answer_of(run: TaskRun) -> ChatResponse:
+    done = run.log.last("done")
+    assert done is not None
+    d = done.data
+    return ChatResponse(answer=d["answer"], mode=d["mode"], task_id=d["task_id"], usage=d.get("usage") or {},
+                        model=d.get("model"), interrupted=bool(d.get("interrupted")),
+                        events=[EventOut(id=e.seq, type=e.type, data=e.data) for e in run.log.events])
+
+
+@router.post("/api/chat", response_model=ChatResponse, summary="Run a request to the end")
+async def chat(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsDep, settings: SettingsDep) -> ChatResponse:
+    user = caller(request, body.user_id)
+    check_message(body.message, settings.server_max_message_chars)
+    run = await start_chat(agent, runs, user, body.model_copy(update={"detach": False}))
+    await runs.wait(run)
+    return answer_of(run)
+
+
+@router.post("/api/chat/stream", response_class=EventSourceResponse, responses=SSE_RESPONSE,
+             summary="Run a request, streaming its events as SSE")
+async def chat_stream(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsDep,
+                      settings: SettingsDep) -> EventSourceResponse:
+    user = caller(request, body.user_id)
+    check_message(body.message, settings.server_max_message_chars)
+    run = await start_chat(agent, runs, user, body)
+    return stream_run(request, runs, run, owns_task=True)

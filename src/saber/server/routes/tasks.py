@@ -1,0 +1,106 @@
+"""The caller's tasks: list, inspect, cancel, resume, and follow their events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sse_starlette import EventSourceResponse
+
+from saber.agent import Agent
+from saber.events import Event
+from saber.graph.checkpoint import Checkpoint
+from saber.jsonsafe import to_jsonable
+from saber.server.deps import AgentDep, RunsDep, UserDep
+from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
+from saber.server.runs import TaskRun
+from saber.server.schemas import CancelResponse, NodeOut, TaskDetail, TaskSummary
+from saber.server.sse import SSE_RESPONSE, last_event_id, stream_run
+
+router = APIRouter(prefix="/api/tasks", tags=["tasks"], responses=ERROR_RESPONSES)
+
+
+async def _checkpoint(agent: Agent, task_id: str, user: str) -> Checkpoint | None:
+    store = agent.services.checkpoints
+    if store is None:
+        return None
+    saved = await store.load(task_id)
+    if saved is None or saved.meta.get("user_id") != user:
+        return None
+    return saved
+
+
+@router.get("", response_model=list[TaskSummary], summary="The caller's tasks, oldest first")
+async def list_tasks(agent: AgentDep, runs: RunsDep, user: UserDep) -> list[TaskSummary]:
+    out: dict[str, TaskSummary] = {}
+    for t in await agent.tasks(user_id=user, unfinished=False):
+        out[t["task_id"]] = TaskSummary(task_id=t["task_id"], status=t["status"], user_id=t["user_id"],
+                                        query=t["query"], live=False)
+    for run in runs.runs_of(user):
+        s = run.summary()
+        known = out.get(run.task_id)
+        status = str(s["status"]) if known is None or not run.finished else known.status
+        out[run.task_id] = TaskSummary(task_id=run.task_id, status=status, user_id=user, query=run.query, live=True)
+    return list(out.values())
+
+
+@router.get("/{task_id}", response_model=TaskDetail, summary="A task: status, plan and every node")
+async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) -> TaskDetail:
+    run = runs.get(task_id, user)
+    saved = await _checkpoint(agent, task_id, user)
+    if run is None and saved is None:
+        raise not_found(f"task {task_id!r}")
+    nodes = [NodeOut(id=n.id, type=n.type, tool=n.tool, agent=n.agent, params=n.params, depends_on=n.depends_on,
+                     race_group=n.race_group, status=n.status.value, attempts=n.attempts, duration_ms=n.duration_ms,
+                     result=to_jsonable(n.result), error=n.error) for n in (saved.nodes if saved else [])]
+    summary: dict[str, Any] = run.summary() if run is not None else {}
+    done = run.log.last("done") if run is not None else None
+    status = str(summary["status"]) if run is not None and (not run.finished or saved is None) else (
+        saved.status if saved is not None else "unknown")
+    return TaskDetail(task_id=task_id, status=status, user_id=user,
+                      query=run.query if run else str(saved.meta.get("query") if saved else ""),
+                      live=run is not None, mode=done.data.get("mode") if done else ("react" if saved else None),
+                      answer=done.data.get("answer") if done else None, nodes=nodes,
+                      events=len(run.log.events) if run else 0)
+
+
+@router.post("/{task_id}/cancel", response_model=CancelResponse, summary="Cancel one of the caller's tasks")
+async def cancel_task(task_id: str, runs: RunsDep, user: UserDep) -> CancelResponse:
+    run = runs.get(task_id, user)
+    if run is None:
+        raise not_found(f"running task {task_id!r}")
+    cancelled = await runs.cancel(run)
+    if cancelled:
+        await asyncio.wait_for(runs.wait(run), timeout=10)
+    return CancelResponse(task_id=task_id, cancelled=cancelled)
+
+
+@router.post("/{task_id}/resume", response_class=EventSourceResponse, responses=SSE_RESPONSE,
+             summary="Continue a react task from its checkpoint (SSE)")
+async def resume_task(task_id: str, request: Request, agent: AgentDep, runs: RunsDep, user: UserDep) -> EventSourceResponse:
+    if await _checkpoint(agent, task_id, user) is None:
+        raise not_found(f"resumable task {task_id!r}")
+    run = TaskRun(task_id=task_id, user_id=user, kind="resume", query="")
+
+    def source() -> AsyncIterator[Event]:
+        return agent.resume(task_id, user_id=user)
+
+    try:
+        await runs.start(run, source)
+    except ValueError as exc:
+        raise ApiError(409, "conflict", str(exc)) from None
+    start = run.log.events[0].data if run.log.events else {}
+    run.query = str(start.get("query", ""))
+    return stream_run(request, runs, run, owns_task=True)
+
+
+@router.get("/{task_id}/events", response_class=EventSourceResponse, responses=SSE_RESPONSE,
+            summary="Replay a task's events (after Last-Event-ID), then follow it live")
+async def task_events(task_id: str, request: Request, runs: RunsDep, user: UserDep) -> EventSourceResponse:
+    after = last_event_id(request)
+    run = runs.get(task_id, user)
+    if run is None:
+        raise not_found(f"event log of task {task_id!r}")
+    return stream_run(request, runs, run, after=after)

@@ -1,0 +1,142 @@
+"""Requests the server runs: each is an asyncio task that writes the agent's events into its log.
+
+A run is independent of the HTTP connection that started it: the connection only reads the
+log. So a stream that drops can be picked up again (``/api/tasks/{id}/events``), a detached
+request keeps running, and a cancel reaches the task by id, from any connection of its user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from saber.agent import Agent
+from saber.events import Done, Event
+from saber.server.errors import ApiError
+from saber.server.eventlog import EventLog
+
+log = logging.getLogger(__name__)
+
+EventSource = Callable[[], AsyncIterator[Event]]
+
+
+@dataclass(kw_only=True)
+class TaskRun:
+    task_id: str
+    user_id: str
+    kind: str
+    """chat | resume"""
+    query: str
+    detached: bool = False
+    started: float = field(default_factory=time.time)
+    log: EventLog = field(default_factory=EventLog)
+    pump: asyncio.Task[None] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.log.closed
+
+    def summary(self) -> dict[str, object]:
+        done = self.log.last("done")
+        status = "running" if not self.finished else (
+            "cancelled" if done is not None and done.data.get("interrupted") else "done")
+        return {"task_id": self.task_id, "status": status, "user_id": self.user_id, "query": self.query,
+                "kind": self.kind, "started": self.started, "events": len(self.log.events),
+                "mode": done.data.get("mode") if done else None}
+
+
+class RunManager:
+    def __init__(self, agent: Agent, *, max_running_per_user: int, keep_finished: int) -> None:
+        self.agent = agent
+        self.max_running_per_user = max_running_per_user
+        self.keep_finished = keep_finished
+        self.closing = False
+        self._runs: OrderedDict[str, TaskRun] = OrderedDict()
+
+    def running(self, user_id: str | None = None) -> list[TaskRun]:
+        return [r for r in self._runs.values() if not r.finished and (user_id is None or r.user_id == user_id)]
+
+    def get(self, task_id: str, user_id: str) -> TaskRun | None:
+        """The run, if it is this user's; another user's task is as absent as an unknown one."""
+        run = self._runs.get(task_id)
+        return run if run is not None and run.user_id == user_id else None
+
+    def runs_of(self, user_id: str) -> list[TaskRun]:
+        return [r for r in self._runs.values() if r.user_id == user_id]
+
+    def admit(self, user_id: str) -> None:
+        """Raise the 503/429 a new request gets while shutting down or when its user is at the limit."""
+        if self.closing:
+            raise ApiError(503, "shutting_down", "the server is shutting down; retry on another instance or later",
+                           headers={"Retry-After": "5"})
+        if len(self.running(user_id)) >= self.max_running_per_user:
+            raise ApiError(429, "too_many_requests",
+                           f"user {user_id!r} already has {self.max_running_per_user} running request(s): "
+                           "wait for one to finish (or cancel it)", headers={"Retry-After": "1"})
+
+    async def start(self, run: TaskRun, source: EventSource) -> TaskRun:
+        """Start ``source`` (an agent stream) as ``run``. The stream's first step runs here, so input
+        the agent rejects (a task id in use, a task that cannot be resumed) raises ``ValueError``
+        before anything is streamed."""
+        self.admit(run.user_id)
+        if run.task_id in self._runs and not self._runs[run.task_id].finished:
+            raise ApiError(409, "conflict", f"task {run.task_id!r} is already running")
+        stream = source()
+        first = await anext(aiter(stream))
+        self._runs[run.task_id] = run
+        self._runs.move_to_end(run.task_id)
+        run.log.append(first.type, first.data)
+        run.pump = asyncio.create_task(self._pump(run, stream), name=f"saber-server-run-{run.task_id}")
+        return run
+
+    async def _pump(self, run: TaskRun, stream: AsyncIterator[Event]) -> None:
+        try:
+            async with contextlib.aclosing(stream):  # type: ignore[type-var]
+                async for event in stream:
+                    run.log.append(event.type, event.data)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # the agent turns failures into events; this is a bug, still end the stream
+            log.exception("task %s failed", run.task_id)
+            run.log.append("error", {"message": f"{type(exc).__name__}: {exc}", "where": "server"})
+        finally:
+            if run.log.last("done") is None:
+                run.log.append("done", Done(answer="", mode="chat", task_id=run.task_id, interrupted=True).data)
+            run.log.close()
+            self._forget_old()
+
+    async def cancel(self, run: TaskRun) -> bool:
+        """Cancel a running task; ``done`` (interrupted) ends its log. False when it had finished."""
+        if run.finished:
+            return False
+        if not self.agent.cancel(run.task_id, user_id=run.user_id) and run.pump is not None:
+            run.pump.cancel()
+        return True
+
+    async def wait(self, run: TaskRun) -> None:
+        if run.pump is not None:
+            await asyncio.gather(asyncio.shield(run.pump), return_exceptions=True)
+
+    async def shutdown(self, grace: float) -> None:
+        """Refuse new requests, give running ones ``grace`` seconds, then cancel the rest (their
+        react checkpoints say cancelled: resumable) and wait for their logs to end with ``done``."""
+        self.closing = True
+        pumps = [r.pump for r in self.running() if r.pump is not None]
+        if not pumps:
+            return
+        _, pending = await asyncio.wait(pumps, timeout=grace)
+        if pending:
+            log.warning("cancelling %d request(s) still running after the %s s grace period", len(pending), grace)
+            for run in self.running():
+                await self.cancel(run)
+            await asyncio.wait(pending, timeout=10)
+
+    def _forget_old(self) -> None:
+        finished = [tid for tid, r in self._runs.items() if r.finished]
+        for task_id in finished[: max(0, len(finished) - self.keep_finished)]:
+            del self._runs[task_id]

@@ -1,0 +1,122 @@
+"""Request and response bodies of the API (pydantic at the edge: types checked, fields named)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["chat", "tool", "rag", "react"]
+
+
+class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(min_length=1, description="The query.")
+    mode: Mode | None = Field(None, description="Force a mode; routed by rules when absent.")
+    selected_tools: list[str] | None = Field(None, description="Only these tools may be used.")
+    use_rag: bool | None = None
+    task_id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$",
+                                description="A new task id chosen by the caller (default: a random one).")
+    detach: bool = Field(False, description="Stream only: the task keeps running when the client disconnects.")
+    user_id: str | None = Field(None, min_length=1, max_length=128,
+                                description="Local mode only: with API keys the key decides the user.")
+
+
+class EventOut(BaseModel):
+    id: int
+    type: str
+    data: dict[str, Any]
+
+
+class ChatResponse(BaseModel):
+    answer: str
+    mode: str
+    task_id: str
+    usage: dict[str, int]
+    model: str | None
+    interrupted: bool
+    events: list[EventOut]
+
+
+class TaskSummary(BaseModel):
+    task_id: str
+    status: str
+    user_id: str | None = None
+    query: str | None = None
+    live: bool = Field(description="Its events can be followed at /api/tasks/{id}/events.")
+
+
+class NodeOut(BaseModel):
+    id: str
+    type: str
+    tool: str | None = None
+    agent: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    depends_on: list[str] = Field(default_factory=list)
+    race_group: str | None = None
+    status: str
+    attempts: int
+    duration_ms: float
+    result: Any = None
+    error: str | None = None
+
+
+class TaskDetail(TaskSummary):
+    mode: str | None = None
+    answer: str | None = None
+    nodes: list[NodeOut] = Field(default_factory=list, description="The plan of a react task, node by node.")
+    events: int = Field(0, description="Events in the live log (0 when only the checkpoint is known).")
+
+
+class CancelResponse(BaseModel):
+    task_id: str
+    cancelled: bool
+
+
+class DocumentOut(BaseModel):
+    id: str
+    title: str
+    source: str = ""
+    doc_type: str = ""
+    chunks: int = 0
+    indexed: bool = False
+    created_at: str | None = None
+    status: str | None = Field(None, description="On upload: added, indexed or unchanged.")
+
+
+class DeletedResponse(BaseModel):
+    deleted: bool
+
+
+class MemoryItem(BaseModel):
+    id: int
+    text: str
+    importance: float | None = None
+
+
+class MemoryResponse(BaseModel):
+    user_id: str
+    history: list[dict[str, str]]
+    preferences: dict[str, str]
+    memories: list[MemoryItem]
+
+
+class ToolOut(BaseModel):
+    name: str
+    description: str
+    parameters: list[dict[str, Any]]
+
+
+class StatusResponse(BaseModel):
+    model: str | None
+    stores: dict[str, str]
+    documents: int
+    chunks: int
+    tools: list[str]
+    running_tasks: int
+    auth: bool
+
+
+class Health(BaseModel):
+    status: str

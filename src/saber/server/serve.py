@@ -1,0 +1,104 @@
+"""``saber serve``: run the app under uvicorn, with a shutdown that lets requests finish.
+
+On SIGTERM (or Ctrl-C) the listening socket closes at once, running requests get
+``server.shutdown_grace`` seconds, then the rest are cancelled: react tasks keep their
+checkpoints (status cancelled, resumable) and open streams end with ``done`` (interrupted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from saber.config import ConfigError, Settings
+
+if TYPE_CHECKING:  # the server's libraries load only when serving: the other commands stay quick
+    from fastapi import FastAPI
+
+    from saber.server.auth import KeyRing
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_host(host: str, keys: KeyRing, insecure_no_auth: bool) -> None:
+    if keys.enabled or is_loopback(host) or insecure_no_auth:
+        return
+    raise ConfigError(
+        f"refusing to listen on {host}: no API keys are configured, so anyone who can reach this address "
+        "would use this agent, its tools and its data as you. Add keys ([server] api_keys in saber.toml or "
+        "server.keys_file; `saber serve --new-key USER` prints one), bind 127.0.0.1, or pass --insecure-no-auth")
+
+
+def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "info") -> None:
+    """Serve ``app`` until SIGTERM/SIGINT, then shut down as the module docstring says."""
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        """uvicorn's server, telling the app's run manager to wind down the moment a signal arrives
+        (uvicorn itself would run the app's shutdown only after every connection closed)."""
+
+        winding_down: asyncio.Task[None] | None = None
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            runs = getattr(app.state, "runs", None)
+            if runs is None or self.winding_down is not None:
+                return
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self.winding_down = loop.create_task(runs.shutdown(grace))
+
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=int(grace) + 15,
+                            lifespan="on")
+    _Server(config).run()
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback unless API keys are configured).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
+    insecure_no_auth: Annotated[bool, typer.Option("--insecure-no-auth",
+                                                   help="Listen on a non-loopback address without API keys.")] = False,
+    new_key_for: Annotated[str | None, typer.Option("--new-key", metavar="USER",
+                                                    help="Print a new API key for USER and its hash line, then exit.")] = None,
+) -> None:
+    """Run the HTTP API (REST + SSE, and an OpenAI-compatible /v1)."""
+    from saber.server.auth import KeyRing, hash_key, new_key
+
+    if new_key_for is not None:
+        if not new_key_for.strip():
+            raise ConfigError("--new-key: the user id must not be blank")
+        key = new_key()
+        typer.echo(f"key (give it to {new_key_for}; it is not stored): {key}")
+        typer.echo(f'saber.toml, under [server.api_keys]:  "{hash_key(key)}" = "{new_key_for}"')
+        typer.echo(f"or a line of the keys file:  {new_key_for} {hash_key(key)}")
+        return
+    settings = Settings.load()
+    keys = KeyRing.from_settings(settings)
+    check_host(host, keys, insecure_no_auth)
+    from saber.server.app import create_app
+
+    logging.getLogger("saber.server.access").setLevel(logging.INFO)
+    if not logging.getLogger().handlers or logging.getLogger().level > logging.INFO:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        access = logging.getLogger("saber.server.access")
+        access.addHandler(handler)
+        access.propagate = False
+    typer.echo(f"saber: serving on http://{host}:{port} ({'API keys' if keys.enabled else 'local, no keys'})", err=True)
+    run(create_app(settings=settings), host=host, port=port, grace=settings.server_shutdown_grace)
