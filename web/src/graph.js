@@ -205,14 +205,14 @@ export class TaskGraph {
         h("button", { class: "approve", onclick: () => this.onApprove(id, true) }, t("approve")),
         h("button", { class: "deny", onclick: () => this.onApprove(id, false) }, t("deny")))
       : null;
-    this.detail.replaceChildren(
+    this.detail.replaceChildren(...[
       h("header", {}, h("strong", {}, `${id} · ${n.tool || n.agent || ""}`), h("span", { class: `badge status-${n.status}` }, n.status),
         h("button", { class: "link", onclick: () => this.select(id), "aria-label": t("close") }, "×")),
       approval,
       h("h4", {}, t("params")), h("pre", {}, pretty(n.params ?? {})),
       n.error ? [h("h4", {}, t("error")), h("pre", { class: "error" }, pretty(n.error))] : null,
-      n.result !== undefined ? [h("h4", {}, t("result")), h("pre", {}, pretty(n.result))] : null,
-    );
+      n.result !== undefined && n.result !== null ? [h("h4", {}, t("result")), h("pre", {}, pretty(n.result))] : null,
+    ].flat().filter(Boolean));
     this.detail.hidden = false;
   }
 }

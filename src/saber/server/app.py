@@ -18,6 +18,7 @@ from saber.server.owners import DocumentOwners
 from saber.server.routes import chat, documents, memory, openai, status, tasks
 from saber.server.routes.documents import MAX_FILES
 from saber.server.runs import RunManager
+from saber.server.webui import mount_web_ui
 
 log = logging.getLogger(__name__)
 
@@ -57,4 +58,5 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     app.add_middleware(RequestContext, limit_for=limit_for)
     for router in (chat.router, tasks.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
+    mount_web_ui(app)
     return app
