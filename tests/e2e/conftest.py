@@ -53,7 +53,8 @@ class ModelScript:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    playwright_sync = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api as playwright_sync
+
     if not Path(CHROMIUM).exists():
         pytest.fail(f"chromium is not installed at {CHROMIUM}: .ci/run installs Debian's chromium package")
     with playwright_sync.sync_playwright() as p:

@@ -184,6 +184,7 @@ class AnswerView {
     } else if (type === "replan") {
       this.traceBox.hidden = false;
       this.trace.append(h("li", { class: "step" }, h("b", {}, "replan"), " ", data.reason || ""));
+      if (live) this.finish(this.message.task_id); // the added nodes' definitions, drawn in place
     } else if (type === "error") {
       this.errors.append(h("div", { class: "error-line" }, `${t("error")} (${data.where}): ${data.message}`));
     } else if (type === "rag_result") {
