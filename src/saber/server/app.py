@@ -18,6 +18,7 @@ from saber.server.owners import DocumentOwners
 from saber.server.routes import approvals, chat, documents, memory, openai, status, tasks
 from saber.server.routes.documents import MAX_FILES
 from saber.server.runs import RunManager
+from saber.server.webui import mount_web_ui
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
     for router in (chat.router, tasks.router, approvals.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
+    mount_web_ui(app)
     return app
 
 

@@ -85,6 +85,10 @@ class DocumentOut(BaseModel):
     status: str | None = Field(None, description="On upload: added, indexed or unchanged.")
 
 
+class DocumentDetail(DocumentOut):
+    text: str = Field("", description="The stored text, exactly as indexed.")
+
+
 class DeletedResponse(BaseModel):
     deleted: bool
 

@@ -16,7 +16,7 @@ from saber.rag.engine import RagEngine
 from saber.server.deps import AgentDep, SettingsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
 from saber.server.owners import DocumentOwners
-from saber.server.schemas import DeletedResponse, DocumentOut
+from saber.server.schemas import DeletedResponse, DocumentDetail, DocumentOut
 
 router = APIRouter(prefix="/api/documents", tags=["documents"], responses=ERROR_RESPONSES)
 
@@ -97,15 +97,15 @@ async def list_documents(request: Request, agent: AgentDep, user: UserDep) -> li
     return [_out(d) for d in docs if d.id in mine]
 
 
-@router.get("/{document_id}", response_model=DocumentOut, summary="One of the caller's documents")
-async def get_document(document_id: str, request: Request, agent: AgentDep, user: UserDep) -> DocumentOut:
+@router.get("/{document_id}", response_model=DocumentDetail, summary="One of the caller's documents, with its text")
+async def get_document(document_id: str, request: Request, agent: AgentDep, user: UserDep) -> DocumentDetail:
     if not await _owners(request).owns(document_id, user):
         raise not_found(f"document {document_id!r}")
     try:
         doc = await asyncio.to_thread(_engine(agent).get_document, document_id)
     except RagError:
         raise not_found(f"document {document_id!r}") from None
-    return _out(doc)
+    return DocumentDetail(**_out(doc).model_dump(), text=doc.content or "")
 
 
 @router.delete("/{document_id}", response_model=DeletedResponse, summary="Delete one of the caller's documents")

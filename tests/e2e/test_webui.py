@@ -1,0 +1,263 @@
+"""The web page as a person uses it: chat with streamed tokens, the live task graph with a race,
+stop, upload and cite, sign-in, Chinese text, and untrusted Markdown that must not run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import ModelScript, wait_until
+
+from saber.testing.fake_openai import FakeReply
+from saber.tools import tool
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+
+@tool
+async def fast_source(query: str) -> str:
+    """A fast source of facts.
+
+    Args:
+        query: What to look up.
+    """
+    await asyncio.sleep(0.2)
+    return f"fast facts about {query}"
+
+
+@tool
+async def slow_source(query: str) -> str:
+    """A slow source of the same facts.
+
+    Args:
+        query: What to look up.
+    """
+    await asyncio.sleep(5)
+    return f"slow facts about {query}"
+
+
+@tool
+async def measure(what: str) -> str:
+    """Measure something.
+
+    Args:
+        what: The thing to measure.
+    """
+    await asyncio.sleep(0.6)
+    return f"{what} measures 42"
+
+
+@tool
+async def summarise(text: str) -> str:
+    """Summarise a text.
+
+    Args:
+        text: The text.
+    """
+    await asyncio.sleep(0.2)
+    return f"summary: {text[:60]}"
+
+
+@tool
+async def wait_long(seconds: int) -> str:
+    """Wait a long time.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "waited"
+
+
+TOOLS = [fast_source, slow_source, measure, summarise, wait_long]
+
+THREE_BRANCH_PLAN = json.dumps([
+    {"id": "n1", "type": "tool", "tool": "fast_source", "params": {"query": "rivers"}, "depends_on": [], "race_group": "facts"},
+    {"id": "n2", "type": "tool", "tool": "slow_source", "params": {"query": "rivers"}, "depends_on": [], "race_group": "facts"},
+    {"id": "n3", "type": "tool", "tool": "measure", "params": {"what": "the Nile"}, "depends_on": [], "race_group": None},
+    {"id": "n4", "type": "tool", "tool": "summarise", "params": {"text": "$n3"}, "depends_on": ["n3"], "race_group": None},
+])
+
+
+SCREENSHOTS = os.environ.get("SABER_SCREENSHOTS")
+"""A folder: when set, the tests also save the README's screenshots there."""
+
+
+def screenshot(page: Any, name: str) -> None:
+    if SCREENSHOTS:
+        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=False)
+
+
+def send(page: Any, text: str) -> None:
+    page.get_by_test_id("composer").fill(text)
+    page.get_by_test_id("composer").press("Enter")
+
+
+def test_tokens_stream_into_the_answer_before_it_is_finished(live: Any, page: Any, script: ModelScript) -> None:
+    words = [f"word{i} " for i in range(12)]
+    script.answer = FakeReply(text="".join(words) + "**the end**", chunk_delay=0.15)
+    server = live(tools=TOOLS)
+    page.goto(server.url)
+    send(page, "say something long")
+    answer = page.get_by_test_id("answer").last
+    wait_until(lambda: "word1" in answer.inner_text())
+    partial = answer.inner_text()
+    assert "the end" not in partial, "the whole answer arrived at once: tokens were not streamed"
+    page.wait_for_selector("[data-testid=answer] strong:has-text('the end')")
+    assert page.locator("[data-testid=route] .badge").last.inner_text() == "chat"
+    assert not page.errors
+
+
+def test_a_three_branch_plan_with_a_race_is_drawn_and_every_node_reaches_its_final_state(live: Any, page: Any,
+                                                                                         script: ModelScript) -> None:
+    script.plan = THREE_BRANCH_PLAN
+    script.answer = "The Nile measures 42."
+    server = live(tools=TOOLS)
+    page.goto(server.url)
+    page.get_by_test_id("mode").select_option("react")
+    send(page, "look up rivers in two sources, measure the Nile and summarise")
+    page.wait_for_selector("[data-node-id=n4]")
+    for node in ("n1", "n2", "n3", "n4"):
+        assert page.locator(f"[data-node-id={node}]").count() == 1
+    assert page.locator("path.edge[data-from=n3][data-to=n4]").count() == 1
+    running = page.wait_for_selector("[data-node-id=n3][data-status=running]")
+    assert running is not None
+    page.wait_for_selector("[data-testid=answer]:has-text('The Nile measures 42.')", timeout=20000)
+    wait_until(lambda: page.locator("[data-node-id=n4]").get_attribute("data-status") == "done")
+    statuses = {n: page.locator(f"[data-node-id={n}]").get_attribute("data-status") for n in ("n1", "n2", "n3", "n4")}
+    assert statuses["n1"] == "done" and statuses["n3"] == "done" and statuses["n4"] == "done"
+    assert statuses["n2"] in ("skipped", "cancelled"), statuses
+    group = page.locator("[data-race-group=facts]")
+    assert group.count() == 1
+    assert group.get_attribute("data-winner") == "n1"
+    assert page.locator("[data-node-id=n1][data-winner=true]").count() == 1
+    page.locator("[data-node-id=n3]").click()
+    detail = page.locator(".node-detail")
+    assert "the Nile" in detail.inner_text()
+    wait_until(lambda: "measures 42" in detail.inner_text())
+    screenshot(page, "chat-graph.png")
+    assert not page.errors
+
+
+def test_stop_cancels_a_long_task_and_marks_it_cancelled(live: Any, page: Any, script: ModelScript) -> None:
+    script.plan = json.dumps([{"id": "n1", "type": "tool", "tool": "wait_long", "params": {"seconds": 60}, "depends_on": []}])
+    script.answer = "never written"
+    server = live(tools=TOOLS, graph_step_timeout=120.0)
+    page.goto(server.url)
+    page.get_by_test_id("mode").select_option("react")
+    send(page, "wait for a minute please")
+    page.wait_for_selector("[data-node-id=n1][data-status=running]")
+    page.get_by_test_id("stop").click()
+    page.wait_for_selector("[data-node-id=n1][data-status=cancelled]", timeout=10000)
+    page.wait_for_selector(".interrupted")
+    assert page.get_by_test_id("stop").is_hidden()
+
+
+def test_an_uploaded_document_is_listed_and_cited_under_the_answer(live: Any, page: Any, script: ModelScript,
+                                                                 tmp_path: Path) -> None:
+    doc = tmp_path / "otters.md"
+    doc.write_text("# Otter facts\n\nSea otters hold hands while they sleep so they do not drift apart.\n", encoding="utf-8")
+    bad = tmp_path / "image.bin"
+    bad.write_bytes(b"\x00\x01binary")
+    script.answer = "Sea otters hold hands while sleeping [1]."
+    server = live(tools=TOOLS)
+    page.goto(server.url + "/#/knowledge")
+    page.get_by_test_id("file-input").set_input_files([str(doc), str(bad)])
+    page.wait_for_selector("[data-file='otters.md'][data-state=done]")
+    page.wait_for_selector("[data-file='image.bin'][data-state=failed]")
+    assert "image.bin" in page.get_by_test_id("uploads").inner_text()
+    page.wait_for_selector("[data-testid=documents] a:has-text('Otter facts')")
+    screenshot(page, "knowledge.png")
+    page.goto(server.url + "/#/chat")
+    page.get_by_test_id("mode").select_option("rag")
+    send(page, "why do sea otters hold hands while they sleep?")
+    page.wait_for_selector("[data-testid=answer]:has-text('hold hands')")
+    citation = page.wait_for_selector("[data-testid=citations] .citation")
+    assert citation is not None
+    assert "Otter facts" in page.get_by_test_id("citations").inner_text()
+    page.locator("[data-testid=citations] a").first.click()
+    page.wait_for_selector("[data-testid=doc-viewer]:has-text('drift apart')")
+
+
+def test_markdown_from_the_model_cannot_run_script(live: Any, page: Any, script: ModelScript) -> None:
+    script.answer = ("Hi <script>window.__xss = 1</script> <img src=x onerror=\"window.__xss = 2\"> "
+                     "[click](javascript:window.__xss=3) <a href=\"javascript:window.__xss=4\">a</a>"
+                     "<svg onload=\"window.__xss=5\"></svg>\n\n```python\nprint('ok')\n```")
+    server = live(tools=TOOLS)
+    page.goto(server.url)
+    send(page, "show me html")
+    page.wait_for_selector("[data-testid=answer] pre code.hljs")
+    answer = page.get_by_test_id("answer").last
+    for link in answer.locator("a").all():
+        link.click(modifiers=["Control"], no_wait_after=True)
+    html = answer.inner_html()
+    assert "<script" not in html and "onerror" not in html and "javascript:" not in html and "onload" not in html
+    assert page.evaluate("window.__xss") is None
+    response = httpx.get(server.url + "/")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+
+
+def test_a_chinese_query_and_answer_render_without_missing_glyphs(live: Any, page: Any, script: ModelScript) -> None:
+    script.answer = "你好！今天北京天气晴朗。"
+    server = live(tools=TOOLS)
+    page.goto(server.url)
+    send(page, "你好，北京今天怎么样")
+    page.wait_for_selector("[data-testid=answer]:has-text('北京天气晴朗')")
+    # Each character drawn in the page's font must differ from the font's "missing glyph" box.
+    missing = page.evaluate("""(text) => {
+        const font = getComputedStyle(document.querySelector('[data-testid=answer]')).font;
+        const draw = (ch) => { const c = document.createElement('canvas'); c.width = 40; c.height = 40;
+            const g = c.getContext('2d'); g.font = font; g.fillText(ch, 4, 30); return c.toDataURL(); };
+        const tofu = draw('\\u{10FFFD}');
+        return [...text].filter((ch) => ch.trim() && draw(ch) === tofu);
+    }""", "你好今天北京天气晴朗怎么样对话知识库")
+    assert missing == []
+    page.get_by_test_id("lang").click()
+    page.wait_for_selector("header.top nav a:has-text('对话')")
+
+
+def test_sign_in_with_an_api_key_when_the_server_has_keys(live: Any, page: Any, script: ModelScript) -> None:
+    server = live(tools=TOOLS, keys=True)
+    page.goto(server.url)
+    page.wait_for_selector("[data-testid=api-key]")
+    page.get_by_test_id("api-key").fill("wrong-key")
+    page.get_by_test_id("api-key").press("Enter")
+    page.wait_for_selector("text=That key was refused.")
+    page.get_by_test_id("api-key").fill("key-alice")
+    page.get_by_test_id("api-key").press("Enter")
+    page.wait_for_selector("[data-testid=composer]")
+    send(page, "hello")
+    page.wait_for_selector("[data-testid=answer]:has-text('Hello from the fake model.')")
+
+
+def test_phone_width_and_keyboard(live: Any, browser: Any, script: ModelScript) -> None:
+    server = live(tools=TOOLS)
+    context = browser.new_context(viewport={"width": 375, "height": 740}, locale="zh-CN")
+    page = context.new_page()
+    page.goto(server.url)
+    page.wait_for_selector("[data-testid=composer]")
+    assert page.locator("header.top nav a").first.inner_text() == "对话"
+    assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+    page.get_by_test_id("composer").fill("第一行")
+    page.get_by_test_id("composer").press("Shift+Enter")
+    page.get_by_test_id("composer").type("第二行")
+    assert page.get_by_test_id("composer").input_value() == "第一行\n第二行"
+    page.get_by_test_id("composer").press("Enter")
+    page.wait_for_selector("[data-testid=answer]:has-text('Hello from the fake model.')")
+    assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+    context.close()
+
+
+def test_history_survives_a_reload(live: Any, page: Any, script: ModelScript) -> None:
+    server = live(tools=TOOLS)
+    page.goto(server.url)
+    send(page, "remember this conversation")
+    page.wait_for_selector("[data-testid=answer]:has-text('Hello from the fake model.')")
+    page.reload()
+    page.wait_for_selector(".message.user:has-text('remember this conversation')")
+    assert "Hello from the fake model." in page.get_by_test_id("answer").last.inner_text()

@@ -1,0 +1,49 @@
+// Chinese and English strings. The language follows the browser until the user switches it.
+const STRINGS = {
+  en: {
+    chat: "Chat", knowledge: "Knowledge base", send: "Send", stop: "Stop", newChat: "New chat",
+    placeholder: "Ask anything — Enter sends, Shift+Enter starts a new line",
+    tools: "Tools", useRag: "Use knowledge base", mode: "Mode", auto: "auto",
+    route: "Route", plan: "Task graph", trace: "Steps", citations: "Sources", noGraph: "No task graph for this answer.",
+    upload: "Drop files here or choose them", uploading: "uploading", uploaded: "added", failed: "failed",
+    documents: "Documents", delete: "Delete", open: "Open", close: "Close", empty: "Nothing here yet.",
+    signIn: "Sign in", apiKey: "API key", keyNeeded: "This server needs an API key.", badKey: "That key was refused.",
+    signOut: "Sign out", cancelled: "cancelled", interrupted: "Interrupted", error: "Error",
+    params: "Parameters", result: "Result", attempts: "attempts", duration: "duration", winner: "winner",
+    approve: "Approve", deny: "Deny", approvalNeeded: "Waiting for your approval", language: "中文",
+    conversations: "Conversations", chunks: "chunks", score: "score", thinking: "Working…",
+    confirmDelete: "Delete this document?", size: "size",
+  },
+  zh: {
+    chat: "对话", knowledge: "知识库", send: "发送", stop: "停止", newChat: "新对话",
+    placeholder: "随便问 — Enter 发送，Shift+Enter 换行",
+    tools: "工具", useRag: "使用知识库", mode: "模式", auto: "自动",
+    route: "路由", plan: "任务图", trace: "步骤", citations: "来源", noGraph: "这个回答没有任务图。",
+    upload: "把文件拖到这里，或点击选择", uploading: "上传中", uploaded: "已添加", failed: "失败",
+    documents: "文档", delete: "删除", open: "打开", close: "关闭", empty: "这里还没有内容。",
+    signIn: "登录", apiKey: "API 密钥", keyNeeded: "这个服务需要 API 密钥。", badKey: "密钥被拒绝。",
+    signOut: "退出", cancelled: "已取消", interrupted: "已中断", error: "错误",
+    params: "参数", result: "结果", attempts: "次尝试", duration: "耗时", winner: "胜出",
+    approve: "批准", deny: "拒绝", approvalNeeded: "等待你的批准", language: "English",
+    conversations: "对话列表", chunks: "个片段", score: "得分", thinking: "处理中…",
+    confirmDelete: "删除这个文档？", size: "大小",
+  },
+};
+
+let lang = localStorage.getItem("saber.lang") || ((navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en");
+
+export function t(key) {
+  return (STRINGS[lang] && STRINGS[lang][key]) || STRINGS.en[key] || key;
+}
+
+export function currentLang() {
+  return lang;
+}
+
+export function toggleLang() {
+  lang = lang === "zh" ? "en" : "zh";
+  localStorage.setItem("saber.lang", lang);
+  document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
+}
+
+document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
