@@ -226,6 +226,8 @@ class Settings(BaseSettings):
     """Requests one user may have running at once; more are answered 429 with Retry-After."""
     server_shutdown_grace: float = Field(10.0, ge=0)
     """Seconds running requests get to finish after SIGTERM before they are cancelled."""
+    server_admins: list[str] = Field(default_factory=list)
+    """With API keys: the user ids that may manage MCP servers over the API."""
     server_keep_finished: int = Field(1000, ge=0)
     """Finished tasks whose event logs stay in memory for ``/api/tasks/{id}/events``."""
 

@@ -15,7 +15,7 @@ from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
 from saber.server.middleware import RequestContext
 from saber.server.owners import DocumentOwners
-from saber.server.routes import approvals, chat, documents, memory, openai, status, tasks
+from saber.server.routes import approvals, chat, documents, mcp, memory, openai, status, tasks
 from saber.server.routes.documents import MAX_FILES
 from saber.server.runs import RunManager
 from saber.server.webui import mount_web_ui
@@ -38,6 +38,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
             app.state.startup_error = f"{type(exc).__name__}: {exc}"
             raise
         await asyncio.to_thread(_import_lazy_modules)
+        await built.start()  # MCP servers connect now (bounded by mcp_startup_timeout), not on the first request
         owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
         runs = RunManager(built, max_running_per_user=settings.server_max_running_per_user,
                           keep_finished=settings.server_keep_finished)
@@ -62,7 +63,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
 
     app.add_middleware(KeyGate, keys=keys)
     app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
-    for router in (chat.router, tasks.router, approvals.router, documents.router, memory.router, status.router, openai.router):
+    for router in (chat.router, tasks.router, approvals.router, mcp.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
     mount_web_ui(app)
     return app

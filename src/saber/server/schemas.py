@@ -120,6 +120,8 @@ class StatusResponse(BaseModel):
     tools: list[str]
     running_tasks: int
     auth: bool
+    mcp: list[dict[str, Any]] = Field(default_factory=list, description="Each MCP server: state, error, tools.")
+    notes: list[str] = Field(default_factory=list, description="What is off and why (system tools, sandbox).")
 
 
 class Health(BaseModel):

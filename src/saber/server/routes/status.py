@@ -45,7 +45,8 @@ async def status(request: Request, agent: AgentDep, runs: RunsDep, settings: Set
               "checkpoints": type(agent.services.checkpoints).__name__ if agent.services.checkpoints else "none"}
     return StatusResponse(model=None if is_no_model(agent.model) else agent.model.name, stores=stores,
                           documents=documents, chunks=chunks, tools=sorted(agent.registry.snapshot()),
-                          running_tasks=len(runs.running()), auth=request.app.state.keys.enabled)
+                          running_tasks=len(runs.running()), auth=request.app.state.keys.enabled,
+                          mcp=to_jsonable(agent.mcp.list()), notes=list(agent.system_notes))
 
 
 @router.get("/api/tools", response_model=list[ToolOut], responses=ERROR_RESPONSES, tags=["status"])

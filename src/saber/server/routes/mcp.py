@@ -1,0 +1,62 @@
+"""MCP servers at run time: list, add, remove and test them. With API keys, only the users named
+in ``server.admins`` may; a server added here is also written to ``saber.toml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from saber.config import config_path
+from saber.server.auth import authenticate
+from saber.server.deps import AgentDep, SettingsDep
+from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
+
+router = APIRouter(prefix="/api/mcp/servers", tags=["mcp"], responses=ERROR_RESPONSES)
+
+
+def _admin(request: Request, admins: list[str]) -> None:
+    user = authenticate(request)
+    if user is not None and user not in admins:
+        raise ApiError(403, "forbidden", "managing MCP servers needs an admin key (server.admins)")
+
+
+@router.get("", summary="The MCP servers: state, error, tools")
+async def list_servers(request: Request, agent: AgentDep, settings: SettingsDep) -> list[dict[str, Any]]:
+    _admin(request, settings.server_admins)
+    return agent.mcp.list()
+
+
+@router.post("", status_code=201, summary="Add an MCP server (a [[mcp.servers]] entry as JSON) and connect it")
+async def add_server(body: dict[str, Any], request: Request, agent: AgentDep, settings: SettingsDep) -> dict[str, Any]:
+    from pydantic import ValidationError
+
+    from saber.mcp.config import MCPServerConfig
+
+    _admin(request, settings.server_admins)
+    try:
+        config = MCPServerConfig.model_validate(body)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+        raise ApiError(422, "invalid_server", problems) from None
+    try:
+        return await agent.mcp.add(config, save_to=config_path(settings.home))
+    except ValueError as exc:
+        raise ApiError(409, "conflict", str(exc)) from None
+
+
+@router.delete("/{name}", summary="Disconnect an MCP server and drop its tools")
+async def remove_server(name: str, request: Request, agent: AgentDep, settings: SettingsDep) -> dict[str, bool]:
+    _admin(request, settings.server_admins)
+    if not await agent.mcp.remove(name, save_to=config_path(settings.home)):
+        raise not_found(f"MCP server {name!r}")
+    return {"deleted": True}
+
+
+@router.post("/{name}/test", summary="Connect to a server on its own, list its tools, disconnect")
+async def test_server(name: str, request: Request, agent: AgentDep, settings: SettingsDep) -> dict[str, Any]:
+    _admin(request, settings.server_admins)
+    try:
+        return await agent.mcp.test(name)
+    except KeyError:
+        raise not_found(f"MCP server {name!r}") from None
