@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from saber.approvals.cli import approvals_command, approve_command, deny_command
+from saber.clikit.model_check import model_app
 from saber.clikit.output import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -36,7 +37,6 @@ from saber.clikit.output import (
 )
 from saber.clikit.render import JsonRenderer, RichRenderer
 from saber.db.cli import db_app
-from saber.llm.check_cli import model_app
 from saber.mcp.cli import mcp_app
 from saber.rag.cli import docs_app, ingest_command
 from saber.server.serve import serve_command

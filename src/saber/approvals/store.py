@@ -47,19 +47,19 @@ class ApprovalStore:
 
     def get(self, task_id: str, node_id: str) -> Question | None:
         with self.db.transaction() as tx:
-            row = tx.execute(f"SELECT {_COLUMNS} FROM approvals WHERE task_id = ? AND node_id = ?",
+            row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
                              (task_id, node_id)).fetchone()
         return _row(row) if row else None
 
     def ask(self, *, task_id: str, node_id: str, user_id: str, tool: str, params: dict[str, Any], reason: str) -> Question:
         """The question for this node: the one already asked (answered or not), else a new one."""
         with self.db.transaction(write=True, durable=True) as tx:
-            row = tx.execute(f"SELECT {_COLUMNS} FROM approvals WHERE task_id = ? AND node_id = ?",
+            row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
                              (task_id, node_id)).fetchone()
             if row:
                 return _row(row)
             now = time.time()
-            tx.execute(f"INSERT INTO approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', '', '', ?)",
+            tx.execute(f"INSERT INTO saber_approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', '', '', ?)",
                        (task_id, node_id, user_id, tool, json.dumps(params, ensure_ascii=False, default=str), reason, now))
         return Question(task_id=task_id, node_id=node_id, user_id=user_id, tool=tool, params=params, reason=reason,
                         status="pending", created_at=now)
@@ -68,26 +68,26 @@ class ApprovalStore:
         """Answer a pending question; None when there is none (unknown, or answered already)."""
         with self.db.transaction(write=True, durable=True) as tx:
             changed = tx.execute(
-                "UPDATE approvals SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ? "
+                "UPDATE saber_approvals SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ? "
                 "WHERE task_id = ? AND node_id = ? AND status = 'pending'",
                 ("approved" if approve else "denied", by, reason, time.time(), task_id, node_id)).rowcount
             if not changed:
                 return None
-            row = tx.execute(f"SELECT {_COLUMNS} FROM approvals WHERE task_id = ? AND node_id = ?",
+            row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
                              (task_id, node_id)).fetchone()
         return _row(row)
 
     def approve_tool_for_task(self, task_id: str, tool: str, *, user_id: str, by: str) -> None:
         with self.db.transaction(write=True, durable=True) as tx:
-            tx.execute("DELETE FROM approvals WHERE task_id = ? AND node_id = ?", (task_id, TASK_WIDE + tool))
-            tx.execute(f"INSERT INTO approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', 'approved for the task', "
+            tx.execute("DELETE FROM saber_approvals WHERE task_id = ? AND node_id = ?", (task_id, TASK_WIDE + tool))
+            tx.execute(f"INSERT INTO saber_approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', 'approved for the task', "
                        "'approved', ?, '', ?)", (task_id, TASK_WIDE + tool, user_id, tool, by, time.time()))
 
     def approved_for_task(self, task_id: str, tool: str) -> bool:
         return self.get(task_id, TASK_WIDE + tool) is not None
 
     def pending(self, *, task_id: str | None = None, user_id: str | None = None) -> list[Question]:
-        sql = f"SELECT {_COLUMNS} FROM approvals WHERE status = 'pending'"
+        sql = f"SELECT {_COLUMNS} FROM saber_approvals WHERE status = 'pending'"
         args: list[Any] = []
         if task_id is not None:
             sql += " AND task_id = ?"

@@ -7,10 +7,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from saber.config import ConfigError, Settings
-from saber.db.database import Database, DatabaseError, open_database
-from saber.db.migrate import current, head, known
-
 db_app = typer.Typer(help="The database: schema migrations.", no_args_is_help=True)
 _out = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -20,6 +16,8 @@ Url = Annotated[str | None, typer.Option("--url", help="Database: a postgresql:/
 
 
 def _target(url: str | None) -> str:
+    from saber.config import ConfigError, Settings
+
     if url:
         return url
     try:
@@ -33,6 +31,9 @@ def _target(url: str | None) -> str:
 @db_app.command("upgrade")
 def upgrade_command(url: Url = None) -> None:
     """Apply every pending migration (each process also does this when it first opens the database)."""
+    from saber.db.database import DatabaseError, open_database
+    from saber.db.migrate import current, head
+
     target = _target(url)
     try:
         db = open_database(target)
@@ -48,6 +49,9 @@ def upgrade_command(url: Url = None) -> None:
 @db_app.command("current")
 def current_command(url: Url = None) -> None:
     """Show the schema revision of the database without changing it."""
+    from saber.db.database import Database, DatabaseError
+    from saber.db.migrate import current, head, known
+
     target = _target(url)
     try:
         db = Database(target)

@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletion
 
 from saber.llm.base import ModelError
 from saber.llm.openai_compat import OpenAIChatModel
-from saber.llm.types import Message, ResponseFormat, StreamEnd, TextDelta
+from saber.llm.types import Message, StreamEnd, TextDelta
 from saber.tools.base import Tool
 
 _CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}
@@ -180,9 +180,16 @@ async def _tool_calls(model: OpenAIChatModel) -> str:
 
 
 async def _json_schema(model: OpenAIChatModel) -> str:
-    done = await model.complete(_ASK_CITY, response_format=ResponseFormat(name="city", schema=_CITY_SCHEMA, strict=True),
-                                max_tokens=64, temperature=0)
-    return _fits(done.text)
+    """Sent as-is (not through the model's structured-output fallback, which would hide a refusal)."""
+    form = {"type": "json_schema", "json_schema": {"name": "city", "schema": _CITY_SCHEMA, "strict": True}}
+    try:
+        params: dict[str, Any] = {"model": model.model, "messages": [{"role": m.role, "content": m.content} for m in _ASK_CITY],
+                                  "response_format": form, "max_tokens": 64, "temperature": 0}
+        response: ChatCompletion = await model.client.chat.completions.create(**params, stream=False)
+    except Exception as exc:
+        raise _Unsupported(f"refused: {_clip(str(exc))}") from exc
+    choices = response.choices or []
+    return _fits(choices[0].message.content or "" if choices else "")
 
 
 async def _json_object(model: OpenAIChatModel) -> str:

@@ -1,6 +1,14 @@
 """MCP: Saber as a host of Model Context Protocol servers (their tools join the registry) and as a
 server (``saber mcp serve``). The SDK is imported only by the modules that talk the protocol."""
 
-from saber.mcp.config import MCPServerConfig
+from typing import Any
 
 __all__ = ["MCPServerConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MCPServerConfig":
+        from saber.mcp.config import MCPServerConfig
+
+        return MCPServerConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

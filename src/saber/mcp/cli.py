@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from saber.config import ConfigError, Settings, config_path
-from saber.mcp.config import MCPServerConfig
+from saber.clikit.output import EXIT_USAGE, CLIError
+
+if TYPE_CHECKING:
+    from saber.config import Settings
 
 mcp_app = typer.Typer(help="Connect MCP servers (their tools join Saber's) and serve Saber over MCP.",
                       no_args_is_help=True)
@@ -21,12 +22,23 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class MCPCommandError(ConfigError):
-    """A one-line error (the main CLI prints ConfigErrors as ``saber: error: …``, exit code 2)."""
+class MCPCommandError(CLIError):
+    """A one-line error (the main CLI prints it as ``saber: error: …``, exit code 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_USAGE)
 
 
 def _settings() -> Settings:
+    from saber.config import Settings
+
     return Settings.load()
+
+
+def config_path(home: object) -> Any:
+    from saber.config import config_path as path_of
+
+    return path_of(home)
 
 
 def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
@@ -86,6 +98,9 @@ def add(
     disabled: Annotated[bool, typer.Option("--disabled", help="Add it switched off.")] = False,
 ) -> None:
     """Add a server to saber.toml: `saber mcp add NAME -- COMMAND ARGS...` or `saber mcp add NAME --url URL`."""
+    from pydantic import ValidationError
+
+    from saber.mcp.config import MCPServerConfig
     from saber.mcp.toml_edit import add_server
 
     settings = _settings()

@@ -63,6 +63,6 @@ async def test_arguments_the_tool_rejects_fall_back_to_the_rules(make_agent: Cal
 
 async def test_a_query_over_the_limit_is_refused_before_any_event(tmp_path: Path, make_agent: Callable[..., Agent]) -> None:
     agent = make_agent(None, settings=settings_for(tmp_path, max_query_chars=100))
-    with pytest.raises(ValueError, match=r"query too long: 101 characters .*max_query_chars.* 100"):
+    with pytest.raises(ValueError, match=r"query is 101 characters, over the limit of 100 .*max_query_chars"):
         await agent.ask("x" * 101, user_id="u1")
     assert (await agent.ask("y" * 100, user_id="u1")).answer

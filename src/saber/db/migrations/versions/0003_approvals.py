@@ -16,10 +16,10 @@ depends_on = None
 def upgrade() -> None:
     bind = op.get_bind()
     real = "DOUBLE PRECISION" if bind.dialect.name == "postgresql" else "REAL"
-    bind.exec_driver_sql(f"""CREATE TABLE IF NOT EXISTS approvals (
+    bind.exec_driver_sql(f"""CREATE TABLE IF NOT EXISTS saber_approvals (
         task_id TEXT NOT NULL, node_id TEXT NOT NULL, user_id TEXT NOT NULL DEFAULT '',
         tool TEXT NOT NULL, params TEXT NOT NULL, reason TEXT NOT NULL,
         status TEXT NOT NULL, decided_by TEXT NOT NULL DEFAULT '', decision_reason TEXT NOT NULL DEFAULT '',
         created_at {real} NOT NULL, decided_at {real},
         PRIMARY KEY (task_id, node_id))""")
-    bind.exec_driver_sql("CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (status, created_at)")
+    bind.exec_driver_sql("CREATE INDEX IF NOT EXISTS approvals_pending ON saber_approvals (status, created_at)")

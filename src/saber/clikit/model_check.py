@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from saber.config import ConfigError, Settings
-from saber.llm.check import CheckReport, check_endpoint
-from saber.llm.limits import PURPOSES, limits_from_settings
-from saber.llm.nomodel import NO_MODEL_MESSAGE
-from saber.llm.openai_compat import OpenAIChatModel
+if TYPE_CHECKING:
+    from saber.config import Settings
+    from saber.llm.check import CheckReport
 
 model_app = typer.Typer(help="Check the configured language model.", no_args_is_help=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -29,6 +27,9 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Probe the endpoint: reachable, model name, streaming, tool calls, structured output, speed, context."""
+    from saber.config import ConfigError, Settings
+    from saber.llm.nomodel import NO_MODEL_MESSAGE
+
     try:
         settings = Settings.load()
     except ConfigError as exc:
@@ -48,6 +49,9 @@ def check(
 
 
 async def _run(settings: Settings, probe_seconds: float) -> CheckReport:
+    from saber.llm.check import check_endpoint
+    from saber.llm.openai_compat import OpenAIChatModel
+
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
     model = OpenAIChatModel(str(settings.llm_model), base_url=settings.llm_base_url, api_key=key or None,
                             timeout=min(probe_seconds, settings.llm_timeout))
@@ -57,6 +61,8 @@ async def _run(settings: Settings, probe_seconds: float) -> CheckReport:
 
 def render(report: CheckReport, settings: Settings) -> list[str]:
     """The report as lines of text."""
+    from saber.llm.limits import PURPOSES, limits_from_settings
+
     lines = [f"endpoint: {report.endpoint}", f"model: {report.model}"
              + (f" (the server answers as {report.served_model})" if report.served_model and report.served_model != report.model else "")]
     for name, probe in report.probes.items():
