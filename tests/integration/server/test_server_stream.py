@@ -9,6 +9,7 @@ from collections.abc import Callable
 import httpx
 from server_helpers import LiveServer, collapse, read_sse
 
+from saber.llm.types import ToolCall
 from saber.testing import FakeOpenAIServer
 from saber.tools import tool
 
@@ -40,7 +41,8 @@ def test_chat_mode_streams_tokens_then_done(serve: Callable[..., LiveServer], fa
 
 
 def test_tool_mode_event_order(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
-    fake_llm.queue("东京现在是中午。")
+    # with a model, tool mode asks it for the arguments (native function calling), then for the answer
+    fake_llm.queue(ToolCall(id="c1", name="get_time", arguments={"timezone": "Asia/Tokyo"}), "东京现在是中午。")
     live = serve()
     events = stream(live, {"message": "东京现在几点"})
     assert collapse([k for _, k, _ in events]) == ["start", "route", "tool_call", "token", "done"]
