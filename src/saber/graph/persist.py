@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -24,8 +25,8 @@ async def save_graph(
     """Write the whole graph as a running task; a failure is logged and emitted, not raised (``lost``
     is called first when another live process holds the task). Returns whether it was written."""
     try:
-        await store.save_graph(task_id, nodes, config=config, status="running", replans=replans, meta=meta,
-                               owner=owner)
+        await finish_anyway(store.save_graph(task_id, nodes, config=config, status="running", replans=replans,
+                                             meta=meta, owner=owner))
     except TaskClaimedError as exc:
         lost(exc)
         await emit(Error(message=str(exc), where="checkpoint"))
@@ -44,7 +45,7 @@ async def save_nodes(
     """Write the changed nodes; returns the error event to announce if that failed (``lost`` is
     called first when another process holds the task now)."""
     try:
-        await store.save_nodes(task_id, nodes, replans=replans, owner=owner)
+        await finish_anyway(store.save_nodes(task_id, nodes, replans=replans, owner=owner))
     except TaskClaimedError as exc:
         lost(exc)
         return Error(message=str(exc), where="checkpoint")
@@ -52,6 +53,22 @@ async def save_nodes(
         log.exception("checkpoint of task %s failed", task_id)
         return Error(message=_failed(task_id, exc), where="checkpoint")
     return None
+
+
+async def finish_anyway(work: Awaitable[Any]) -> Any:
+    """Await a checkpoint write to its end: it runs in a worker thread, and a cancel must not let a
+    later write (say "cancelled") land before an earlier one still under way (say "running").
+    A cancel that arrives meanwhile is re-raised once the write is done."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
 
 
 def _failed(task_id: str, exc: Exception) -> str:
@@ -63,7 +80,7 @@ async def answered(store: CheckpointStore, task_id: str, status: RunStatus) -> N
     """The answer of a run checkpointed as "answering" is written: record how the run ended.
     A failure is logged (the task then stays resumable, and a resume writes the answer again)."""
     try:
-        await store.set_status(task_id, status)
+        await finish_anyway(store.set_status(task_id, status))
     except Exception:
         log.exception("recording the end of task %s failed", task_id)
 
@@ -72,7 +89,7 @@ async def set_status(store: CheckpointStore, task_id: str, status: TaskStatus, *
                      emit: Emit) -> None:
     """Record how the run ended (which ends ``owner``'s lease); a failure is logged and emitted."""
     try:
-        await store.set_status(task_id, status, owner=owner)
+        await finish_anyway(store.set_status(task_id, status, owner=owner))
     except TaskClaimedError as exc:
         log.error("%s; its status is left to the new owner", exc)
         await emit(Error(message=str(exc), where="checkpoint"))

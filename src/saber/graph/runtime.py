@@ -29,7 +29,7 @@ from saber.graph.execute import NodeExecutor, Substitute
 from saber.graph.lease import LeaseKeeper
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
-from saber.graph.persist import run_status, save_graph, save_nodes, set_status
+from saber.graph.persist import finish_anyway, run_status, save_graph, save_nodes, set_status
 from saber.graph.replanning import ReplanDone, Replanning
 from saber.graph.result import RunResult
 from saber.graph.state import GraphState
@@ -171,7 +171,12 @@ class GraphRuntime:
         self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
         started = time.perf_counter()
         await self._emit(GraphReady(nodes=[n.to_dict() for n in self.graph], levels=self.graph.levels()))
-        await self._save_graph()  # a failure stops the run before any node starts
+        try:
+            await self._save_graph()  # a failure stops the run before any node starts
+        except asyncio.CancelledError:  # cancelled before the first node: the task is not left "running"
+            self._phase = "finished"
+            await self._set_status("cancelled")
+            raise
         if self.checkpoint is not None and self._owner is not None:
             self._lease = LeaseKeeper(self.checkpoint, self.task_id, self._owner, self._lease_lost)
             self._lease.start()
@@ -183,9 +188,7 @@ class GraphRuntime:
                 await self._schedule()
         except asyncio.CancelledError:  # the caller cancelled us: leave a clean, saved state behind
             self._cancelled = True
-            await self._shutdown()
-            await self._stop_lease()
-            await self._set_status("cancelled")
+            await finish_anyway(self._end_cancelled())
             raise
         except Exception as exc:  # a bug in the scheduler: end the run cleanly, no worker left running
             log.exception("task %s: the scheduler failed", self.task_id)
@@ -377,6 +380,14 @@ class GraphRuntime:
             if not saved:
                 self._checkpoint_failed()
 
+    async def _end_cancelled(self) -> None:
+        await self._shutdown()
+        await self._stop_lease()
+        await self._set_status("cancelled")
+
     async def _set_status(self, status: TaskStatus) -> None:
+        """Record how the run ended, even when the caller cancels meanwhile (the write runs in a
+        worker thread: a cancel must not leave the task saying "running")."""
         if self.checkpoint is not None:
-            await set_status(self.checkpoint, self.task_id, status, owner=self._owner, emit=self._emit)
+            await finish_anyway(set_status(self.checkpoint, self.task_id, status, owner=self._owner, emit=self._emit))
+
