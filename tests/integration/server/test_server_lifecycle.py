@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -124,8 +125,7 @@ async def test_a_request_never_blocks_the_event_loop_for_50_ms(tmp_path: Path, c
         try:
             async with httpx.AsyncClient(base_url=url, timeout=30) as client:
                 for attempt in range(4):
-                    llm.queue(json.dumps([{"id": "n1", "tool": "get_time", "params": {"timezone": "UTC"}}]),
-                              "It is noon.", "Tea is a drink [1].")
+                    llm.queue(*[_by_kind] * 6)  # a rag answer with nothing relevant asks no model: no fixed order
                     caplog.clear()
                     loop.set_debug(attempt > 0)
                     loop.slow_callback_duration = 0.05
@@ -142,6 +142,14 @@ async def test_a_request_never_blocks_the_event_loop_for_50_ms(tmp_path: Path, c
             await agent.aclose()
             await model.aclose()
     assert slow == [], slow
+
+
+def _by_kind(body: dict[str, Any]) -> str:
+    """The fake model's reply: the plan to a planner prompt, else an answer."""
+    system = " ".join(str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "system")
+    if "task planner" in system:
+        return json.dumps([{"id": "n1", "tool": "get_time", "params": {"timezone": "UTC"}}])
+    return "It is noon." if "time" in json.dumps(body.get("messages", [])) else "Tea is a drink [1]."
 
 
 async def requests(client: httpx.AsyncClient, attempt: int) -> None:
