@@ -66,7 +66,7 @@ LABELS = ("Note:", "注：", "cut", "截断", "Sorry", "抱歉", "deadline", "�
 
 def settings(home: Path, server: Any) -> Settings:
     return Settings(home=home, llm_base_url=server.base_url, llm_model=server.model, llm_timeout=20.0, llm_stall_timeout=10.0,
-                    llm_max_retries=0, llm_max_tokens_answer=256, request_deadline=DEADLINE, search_backend="none",
+                    llm_max_retries=0, llm_max_tokens_planner=256, llm_max_tokens_answer=192, request_deadline=DEADLINE, search_backend="none",
                     weather_geocoding_url=f"{CLOSED}/v1/search", weather_forecast_url=f"{CLOSED}/v1/forecast",
                     graph_retry_delay=0.0, graph_max_retries=1)
 
@@ -92,6 +92,21 @@ def plan_outcome(events: list[Any]) -> str | None:
     if any(COPIED in w or ADDED in w for p in plans for w in p.warnings):
         return "repaired"
     return "kept"
+
+
+@pytest.mark.timeout(900)
+def test_model_check_against_the_real_server(llama_server: Any, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    env.update({"SABER_HOME": str(tmp_path), "SABER_LLM_BASE_URL": llama_server.base_url, "SABER_LLM_MODEL": llama_server.model})
+    done = subprocess.run([sys.executable, "-m", "saber.cli", "model", "check", "--json", "--timeout", "60"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    print("\nsaber model check:", json.dumps({k: report[k] for k in ("served_model", "context_length", "tokens_per_second", "uses")},
+                                              ensure_ascii=False))
+    for name, probe in report["probes"].items():
+        print(f"  {name}: {'ok' if probe['ok'] else 'no'} — {probe['detail']}")
+    assert report["probes"]["models"]["ok"] and report["probes"]["completion"]["ok"] and report["probes"]["streaming"]["ok"]
 
 
 @pytest.mark.timeout(1500)
@@ -156,18 +171,3 @@ def print_figures(rows: list[dict[str, Any]]) -> None:
     if plans:
         print("model plans: " + ", ".join(f"{k} {plans.count(k)}/{len(plans)} ({100 * plans.count(k) / len(plans):.0f}%)"
                                           for k in ("kept", "repaired", "replaced")))
-
-
-@pytest.mark.timeout(900)
-def test_model_check_against_the_real_server(llama_server: Any, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
-    env.update({"SABER_HOME": str(tmp_path), "SABER_LLM_BASE_URL": llama_server.base_url, "SABER_LLM_MODEL": llama_server.model})
-    done = subprocess.run([sys.executable, "-m", "saber.cli", "model", "check", "--json", "--timeout", "60"], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    print("\nsaber model check:", json.dumps({k: report[k] for k in ("served_model", "context_length", "tokens_per_second", "uses")},
-                                              ensure_ascii=False))
-    for name, probe in report["probes"].items():
-        print(f"  {name}: {'ok' if probe['ok'] else 'no'} — {probe['detail']}")
-    assert report["probes"]["models"]["ok"] and report["probes"]["completion"]["ok"] and report["probes"]["streaming"]["ok"]
