@@ -49,9 +49,12 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", MODEL_ALIAS,
                "--chat_format", "chatml", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-               "--n_threads", str(min(2, os.cpu_count() or 1))]
+               "--n_threads", "1"]
+    # One thread, and OpenMP threads that sleep instead of spinning: on a busy shared machine two
+    # spinning threads waiting on each other made every token take seconds.
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 180

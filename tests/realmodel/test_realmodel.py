@@ -32,7 +32,7 @@ from saber.rag.store import SQLiteStore
 pytestmark = [pytest.mark.slow, pytest.mark.realmodel]
 
 CLOSED = "http://127.0.0.1:9"
-DEADLINE = 45.0
+DEADLINE = 60.0
 EXAMPLE_VALUES = {"shanghai", "上海", "k8s service types", "k8s service 类型"}
 """The parameter values of the planner prompt's worked example."""
 
@@ -65,8 +65,8 @@ LABELS = ("Note:", "注：", "cut", "截断", "Sorry", "抱歉", "deadline", "�
 
 
 def settings(home: Path, server: Any) -> Settings:
-    return Settings(home=home, llm_base_url=server.base_url, llm_model=server.model, llm_timeout=20.0, llm_stall_timeout=10.0,
-                    llm_max_retries=0, llm_max_tokens_answer=256, request_deadline=DEADLINE, search_backend="none",
+    return Settings(home=home, llm_base_url=server.base_url, llm_model=server.model, llm_timeout=30.0, llm_stall_timeout=15.0,
+                    llm_max_retries=0, llm_max_tokens_planner=160, llm_max_tokens_answer=160, request_deadline=DEADLINE, search_backend="none",
                     weather_geocoding_url=f"{CLOSED}/v1/search", weather_forecast_url=f"{CLOSED}/v1/forecast",
                     graph_retry_delay=0.0, graph_max_retries=1)
 
@@ -94,6 +94,21 @@ def plan_outcome(events: list[Any]) -> str | None:
     return "kept"
 
 
+@pytest.mark.timeout(900)
+def test_model_check_against_the_real_server(llama_server: Any, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    env.update({"SABER_HOME": str(tmp_path), "SABER_LLM_BASE_URL": llama_server.base_url, "SABER_LLM_MODEL": llama_server.model})
+    done = subprocess.run([sys.executable, "-m", "saber.cli", "model", "check", "--json", "--timeout", "60"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    print("\nsaber model check:", json.dumps({k: report[k] for k in ("served_model", "context_length", "tokens_per_second", "uses")},
+                                              ensure_ascii=False))
+    for name, probe in report["probes"].items():
+        print(f"  {name}: {'ok' if probe['ok'] else 'no'} — {probe['detail']}")
+    assert report["probes"]["models"]["ok"] and report["probes"]["completion"]["ok"] and report["probes"]["streaming"]["ok"]
+
+
 @pytest.mark.timeout(1500)
 async def test_every_request_is_bounded_and_honest(llama_server: Any, tmp_path: Path) -> None:
     config = settings(tmp_path, llama_server)
@@ -112,8 +127,10 @@ async def test_every_request_is_bounded_and_honest(llama_server: Any, tmp_path: 
             seconds = time.perf_counter() - start
             errors = [e for e in answer.events if isinstance(e, Error)]
             failed_generation = [e for e in errors if e.where in ("generator", "chat", "tool", "rag", "deadline")]
+            labelled = any(label in answer.answer for label in LABELS)
             row = {"mode": mode, "query": query, "seconds": round(seconds, 1), "plan": plan_outcome(answer.events),
                    "by_model": answer.model is not None, "errors": [f"{e.where}: {e.message}" for e in errors],
+                   "failed": bool(failed_generation), "labelled": bool(failed_generation) and labelled,
                    "answer": answer.answer[:160]}
             rows.append(row)
             if not isinstance(answer.events[-1], Done) or sum(isinstance(e, Done) for e in answer.events) != 1:
@@ -125,7 +142,7 @@ async def test_every_request_is_bounded_and_honest(llama_server: Any, tmp_path: 
             for event in answer.events:
                 if copied := copied_values(event, query):
                     problems.append(f"{query}: a tool ran with the example value(s) {copied}")
-            if failed_generation and not any(label in answer.answer for label in LABELS):
+            if failed_generation and not labelled:
                 problems.append(f"{query}: failed generation not labelled: {answer.answer[:200]!r}")
             if any(e.where == "agent" for e in errors):
                 problems.append(f"{query}: the request itself failed: {errors}")
@@ -150,24 +167,9 @@ def print_figures(rows: list[dict[str, Any]]) -> None:
         mine = [r for r in rows if r["mode"] == mode]
         if mine:
             print(f"  {mode}: median {statistics.median(r['seconds'] for r in mine):.1f}s; "
-                  f"answers by the model {sum(r['by_model'] for r in mine)}/{len(mine)}, "
-                  f"failed generations labelled {sum(not r['by_model'] for r in mine)}/{len(mine)}")
+                  f"usable model answers {sum(not r['failed'] for r in mine)}/{len(mine)}, "
+                  f"failed generations {sum(r['failed'] for r in mine)}/{len(mine)} (labelled {sum(r['labelled'] for r in mine)})")
     plans = [r["plan"] for r in rows if r["plan"]]
     if plans:
         print("model plans: " + ", ".join(f"{k} {plans.count(k)}/{len(plans)} ({100 * plans.count(k) / len(plans):.0f}%)"
                                           for k in ("kept", "repaired", "replaced")))
-
-
-@pytest.mark.timeout(900)
-def test_model_check_against_the_real_server(llama_server: Any, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
-    env.update({"SABER_HOME": str(tmp_path), "SABER_LLM_BASE_URL": llama_server.base_url, "SABER_LLM_MODEL": llama_server.model})
-    done = subprocess.run([sys.executable, "-m", "saber.cli", "model", "check", "--json", "--timeout", "60"], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    print("\nsaber model check:", json.dumps({k: report[k] for k in ("served_model", "context_length", "tokens_per_second", "uses")},
-                                              ensure_ascii=False))
-    for name, probe in report["probes"].items():
-        print(f"  {name}: {'ok' if probe['ok'] else 'no'} — {probe['detail']}")
-    assert report["probes"]["models"]["ok"] and report["probes"]["completion"]["ok"] and report["probes"]["streaming"]["ok"]
