@@ -261,3 +261,37 @@ def test_history_survives_a_reload(live: Any, page: Any, script: ModelScript) ->
     page.reload()
     page.wait_for_selector(".message.user:has-text('remember this conversation')")
     assert "Hello from the fake model." in page.get_by_test_id("answer").last.inner_text()
+
+
+LAUNCHED: list[str] = []
+
+
+@tool(requires_approval=True)
+async def launch_rocket(target: str) -> str:
+    """Launch a rocket (asks a person first).
+
+    Args:
+        target: Where to.
+    """
+    LAUNCHED.append(target)
+    return f"launched to {target}"
+
+
+def test_a_waiting_step_is_approved_from_its_node(live: Any, page: Any, script: ModelScript) -> None:
+    LAUNCHED.clear()
+    script.plan = json.dumps([
+        {"id": "n1", "type": "tool", "tool": "launch_rocket", "params": {"target": "the moon"}, "depends_on": []},
+        {"id": "n2", "type": "tool", "tool": "measure", "params": {"what": "the fuel"}, "depends_on": []},
+    ])
+    script.answer = "Launched to the moon."
+    server = live(tools=[*TOOLS, launch_rocket])
+    page.goto(server.url)
+    page.get_by_test_id("mode").select_option("react")
+    send(page, "launch the rocket to the moon and measure the fuel")
+    page.wait_for_selector("[data-node-id=n1][data-status=waiting]")
+    page.wait_for_selector("[data-node-id=n2][data-status=done]")  # the other branch ran meanwhile
+    assert LAUNCHED == []
+    page.locator(".node-detail button.approve").click()
+    page.wait_for_selector("[data-testid=answer]:has-text('Launched to the moon.')", timeout=20000)
+    wait_until(lambda: page.locator("[data-node-id=n1]").get_attribute("data-status") == "done")
+    assert LAUNCHED == ["the moon"]
