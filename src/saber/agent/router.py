@@ -65,6 +65,12 @@ class RouteDecision:
     """The knowledge base's best relevance vs its threshold, when it was consulted."""
 
 
+ROUTE_SCAN_CHARS = 8192
+"""The router decides from the start of a query: scanning a 100 KB query with every rule would hold
+the interpreter (and so the event loop) for tens of milliseconds, and a request's intent is
+stated up front."""
+
+
 def find_needs(query: str) -> list[Need]:
     return [need for need in NEEDS if need.pattern.search(query)]
 
@@ -79,6 +85,7 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
     chunks and, when it has, how relevant its best passage is (``evidence``); ``matcher`` finds a
     tool no keyword names (MCP tools)."""
     options = options or RouteOptions()
+    query = query[:ROUTE_SCAN_CHARS]
     needs = find_needs(query)
     need_names = [n.name for n in needs]
     if options.mode == "tool":  # the tools the query asks for; never "the first registered tool"
