@@ -360,13 +360,19 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
     shown = settings.masked()
     sources = setting_sources(settings)
     path = config_path(settings.home)
+    from saber.tools.system import system_notes
+
+    notes = system_notes(settings)
     if as_json:
-        print_json({"config_file": str(path), "config_file_exists": path.is_file(), "settings": shown, "sources": sources})
+        print_json({"config_file": str(path), "config_file_exists": path.is_file(), "settings": shown, "sources": sources,
+                    "notes": notes})
         return
     out().print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
     for key, value in shown.items():
         out().print(line(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}  ",
                          (f"({sources.get(key, 'default')})", "dim")))
+    for note in notes:
+        out().print(line(("note: ", "yellow"), note))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -128,3 +128,15 @@ async def test_exec_is_not_registered_when_bubblewrap_cannot_run(tmp_path: Path,
     assert "exec_command" in [t.name for t in unconfined.tools]
     assert any("WITHOUT a sandbox" in n for n in unconfined.notes)
     assert os.environ["PATH"] == str(tmp_path / "empty")
+
+
+def test_saber_config_says_why_exec_is_not_available(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    env.update(SABER_HOME=str(tmp_path / "home"), SABER_EXEC_ENABLED="true", PATH=str(tmp_path / "empty"))
+    done = subprocess.run([sys.executable, "-m", "saber.cli", "config"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "note: exec_command is not available: bubblewrap (bwrap) is not installed" in done.stdout

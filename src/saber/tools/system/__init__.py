@@ -21,7 +21,7 @@ from saber.tools.system.workspace import Workspace
 if TYPE_CHECKING:
     from saber.config import Settings
 
-__all__ = ["SystemTools", "Workspace", "system_tools"]
+__all__ = ["SystemTools", "Workspace", "system_notes", "system_tools"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,25 @@ class SystemTools:
     workspace: Workspace
     notes: list[str] = field(default_factory=list)
     """What is off and why (shown by ``saber config`` and ``/api/status``)."""
+
+
+def system_notes(settings: Settings) -> list[str]:
+    """What of the system tools is off and why, without building them (``saber config``)."""
+    notes = []
+    if not settings.files_enabled:
+        return ["file tools are off (files.enabled = false)"]
+    if not settings.files_write:
+        notes.append("write_file is off (files.write = false)")
+    if not settings.exec_enabled:
+        notes.append("exec_command is off (exec.enabled = false)")
+    elif settings.exec_sandbox == "none":
+        notes.append("exec_command runs WITHOUT a sandbox (exec.sandbox = \"none\")")
+    else:
+        problem = check_bwrap()
+        if problem is not None:
+            notes.append(f"exec_command is not available: {problem} (it never runs unconfined unless "
+                         "exec.sandbox = \"none\")")
+    return notes
 
 
 def system_tools(settings: Settings) -> SystemTools:
