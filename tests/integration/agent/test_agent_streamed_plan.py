@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
+from conftest import settings_for
 from saber.agent import Agent
 from saber.events import Error, Event, NodeAdded, NodeDone, NodeStart, Plan
 from saber.llm.openai_compat import OpenAIChatModel
 from saber.testing import FakeOpenAIServer, FakeReply
 from saber.testing import event_kinds as kinds
 from saber.tools import tool
-
-from conftest import settings_for
 
 CALLS: list[tuple[str, str]] = []
 

@@ -123,7 +123,7 @@ def test_an_unknown_tool_is_never_yielded_and_odd_input_is_refused_clearly() -> 
     batches, parser = stream(plan)
     assert "n1" not in [i for b in batches for i in b]
     with pytest.raises(TypeError, match="must be text"):
-        parser.feed(b"[]")  # type: ignore[arg-type]
+        parser.feed(b"[]")  # type: ignore[arg-type]  # what a caller with bytes would do
     broken, _ = stream("", ["[", "{", "\"id\"", ": ", "\"n1\""])
     assert broken == [[], [], [], [], []]
 
