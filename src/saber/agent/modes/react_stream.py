@@ -26,7 +26,6 @@ from saber.llm.types import Message, StreamEnd, TextDelta
 from saber.planner import ParsedPlan
 from saber.planner.incremental import IncrementalPlanParser
 
-
 _INLINE_CHARS = 16_384
 """A longer output is parsed in a thread, off the event loop (as ``make_plan`` does)."""
 
