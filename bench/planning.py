@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from saber import Agent, Settings
 from saber.events import NodeDone, Plan
