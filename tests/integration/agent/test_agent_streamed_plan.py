@@ -116,8 +116,8 @@ async def test_a_stream_broken_mid_plan_keeps_what_ran_and_the_rules_supply_the_
     text = plan_text(N1, N2, N3)
     cut = text.index('"city": "Rome"')
     fake_llm.queue(FakeReply(text=text[:cut], chunk_delay=0.01, stream_error="upstream reset"), "Done.")
-    answer = await streamed_agent(llm_max_retries=0).ask("what's the weather in Paris and the time in Tokyo",
-                                                         user_id="u1", mode="react")
+    agent = streamed_agent(llm_max_retries=0)
+    answer = await agent.ask("what's the weather in Paris and the time in Tokyo", user_id="u1", mode="react")
     events = answer.events
     broke = [e for e in events if isinstance(e, Error) and e.where == "planner"]
     assert broke and "stream broke after 2 node(s)" in broke[0].message and "upstream reset" in broke[0].message
@@ -130,6 +130,19 @@ async def test_a_stream_broken_mid_plan_keeps_what_ran_and_the_rules_supply_the_
     assert CALLS.count(("get_weather", "Paris")) == 1  # not run again by the rule plan
     assert ("get_weather", "Rome") not in CALLS  # the cut node never ran
     assert answer.answer == "Done."
+    assert agent.services.checkpoints is not None
+    saved = await agent.services.checkpoints.load(answer.task_id)
+    assert saved is not None and {n.id: n.status.value for n in saved.nodes} == done  # checkpointed as they ran
+
+
+async def test_a_planner_that_cannot_be_reached_falls_back_to_the_rule_planner(
+        fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
+    fake_llm.queue(FakeReply.fail(503, "overloaded"), "Sunny.")
+    answer = await streamed_agent(llm_max_retries=0).ask("what's the weather in Paris", user_id="u1", mode="react")
+    errors = [e for e in answer.events if isinstance(e, Error) and e.where == "planner"]
+    assert errors and "after 0 node(s)" in errors[0].message and "overloaded" in errors[0].message
+    plan = next(e for e in answer.events if isinstance(e, Plan))
+    assert plan.source == "rules" and CALLS == [("get_weather", "Paris")]
 
 
 async def test_a_final_plan_with_a_cycle_runs_with_the_cycle_broken(
