@@ -174,3 +174,18 @@ async def test_an_empty_streamed_plan_is_answered_as_chat(
     answer = await streamed_agent().ask("summarize our talk", user_id="u1", mode="react")
     assert kinds(answer.events) == ["start", "route", "plan", "token", "done"]
     assert answer.answer == "Nothing to look up."
+
+
+async def test_a_request_cancelled_while_the_plan_streams_leaves_nothing_running(
+        fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
+    fake_llm.queue(FakeReply(text=plan_text(N1, N2, N3, N4), chunk_delay=0.05))
+    agent = streamed_agent()
+    events: list[Event] = []
+    async for event in agent.stream("weather in Paris and Rome", user_id="u1", mode="react"):
+        events.append(event)
+        if isinstance(event, NodeDone) and event.id == "n1":
+            assert agent.cancel(events[0].task_id)  # type: ignore[attr-defined]
+    done = events[-1]
+    assert done.type == "done" and done.interrupted  # type: ignore[attr-defined]
+    assert agent.running() == [] and not any(isinstance(e, Plan) for e in events)
+    assert ("get_time", "Europe/Rome") not in CALLS  # nothing more started after the cancel
