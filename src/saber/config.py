@@ -213,6 +213,9 @@ class Settings(BaseSettings):
     """A tool's result (as JSON) is cut to this length, with a note saying so."""
     planner_max_nodes: int = Field(64, ge=1)
     """A plan with more nodes keeps its first this many, with a warning."""
+    planner_stream: bool = True
+    """Stream the planner's output and start each node as soon as it is written (react mode; not
+    with ``llm_structured_output``, whose response format is sent only on complete calls)."""
 
     # HTTP server (``saber serve``)
     server_api_keys: dict[str, str] = Field(default_factory=dict)

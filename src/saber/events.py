@@ -107,6 +107,16 @@ class GraphReady(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeAdded(_Event):
+    """A node joined the running graph while the planner was still writing the plan (streamed planning)."""
+
+    type: Literal["node_added"] = "node_added"
+    node: dict[str, Any]
+    replaces: bool = False
+    """The final plan changed this node before it started: the new version replaces the drawn one."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class NodeStart(_Event):
     type: Literal["node_start"] = "node_start"
     id: str
@@ -201,7 +211,7 @@ class Done(_Event):
 
 
 Event: TypeAlias = (
-    Start | Route | Memory | Token | ToolCallEvent | RagResult | Plan | GraphReady | NodeStart | NodeDone
+    Start | Route | Memory | Token | ToolCallEvent | RagResult | Plan | GraphReady | NodeAdded | NodeStart | NodeDone
     | RaceWon | Step | Replan | ApprovalRequired | ApprovalGiven | Error | Done
 )
 EventHandler: TypeAlias = Callable[[Event], Any]

@@ -33,6 +33,7 @@ from saber.graph.persist import finish_anyway, run_status, save_graph, save_node
 from saber.graph.replanning import ReplanDone, Replanning
 from saber.graph.result import RunResult
 from saber.graph.state import GraphState
+from saber.graph.streaming import FeedClosed, FeedMessage, FeedNodes, FeedReconcile, NodeFeed
 from saber.graph.taskgraph import TaskGraph
 from saber.tools.base import Tool
 
@@ -43,7 +44,7 @@ class _Wake:
     """Sent by ``cancel()`` so the loop notices at once."""
 
 
-_Message = NodeOutcome | RaceOutcome | ReplanDone | _Wake
+_Message = NodeOutcome | RaceOutcome | ReplanDone | _Wake | FeedMessage
 
 
 class GraphRuntime:
@@ -103,6 +104,8 @@ class GraphRuntime:
         self._owner = new_owner() if checkpoint is not None else None
         """Who holds the task's lease in the checkpoint store while this runtime runs it."""
         self._lease: LeaseKeeper | None = None
+        self._feed: NodeFeed | None = None
+        """Open while the planner still streams this graph (``open_feed``)."""
 
     @property
     def replanner(self) -> Replanner | None:
@@ -164,6 +167,30 @@ class GraphRuntime:
         else:
             self._loop.call_soon_threadsafe(self._cancel_now)
 
+    def open_feed(self) -> None:
+        """Before ``run()``: more nodes will come while it runs (streamed planning, see
+        ``graph/streaming.py``); the run does not end while the feed is open."""
+        if self._phase != "new":
+            raise RuntimeError("open_feed() must be called before run()")
+        self._feed = NodeFeed(self.graph, self._state)
+
+    def add_nodes(self, nodes: Iterable[Node]) -> None:
+        """Hand the running graph nodes the planner has just written (after ``open_feed``)."""
+        self._feed_message(FeedNodes(nodes=list(nodes)))
+
+    def reconcile(self, changed: Mapping[str, Node], dropped: Iterable[str]) -> None:
+        """The final plan changed or dropped nodes already handed over."""
+        self._feed_message(FeedReconcile(changed=dict(changed), dropped=list(dropped)))
+
+    def close_feed(self) -> None:
+        """The plan is complete: once what it holds has run, the run ends."""
+        self._feed_message(FeedClosed())
+
+    def _feed_message(self, message: FeedMessage) -> None:
+        if self._feed is None:
+            raise RuntimeError("call open_feed() before run() to hand a graph nodes while it runs")
+        self._queue.put_nowait(message)
+
     async def run(self) -> RunResult:
         if self._phase != "new":
             raise RuntimeError("a GraphRuntime runs once; use GraphRuntime.restore() to continue a task")
@@ -216,7 +243,7 @@ class GraphRuntime:
         launch = self._state.settle(changed, events)
         await self._commit(changed, events, launch)
         while not self._cancelled:
-            drained = not self._state.running and self._replan.task is None
+            drained = not self._state.running and self._replan.task is None and not (self._feed and self._feed.open)
             if drained and (self._replan.nothing_to_add or not self._replan.start("drained", "all nodes finished")):
                 await self._fail_stranded()
                 return
@@ -268,6 +295,10 @@ class GraphRuntime:
         elif isinstance(message, ReplanDone):
             failed = []
             self._replan.apply(message, events)
+        elif isinstance(message, FeedNodes | FeedReconcile | FeedClosed) and self._feed is not None:
+            failed = []
+            if self._feed.apply(message, changed, events):
+                self._replan.graph_changed = True
         else:
             return
         if failed:

@@ -84,7 +84,7 @@ async def test_any_exception_from_a_custom_planner_falls_back_to_the_rules(make_
 
 
 async def test_a_hanging_custom_model_is_bounded_by_the_call_limit(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, search_backend="none", llm_timeout=0.2)
+    settings = Settings(home=tmp_path, search_backend="none", llm_timeout=0.2, planner_stream=False)
     agent = make_agent(Misbehaving(plans=["hang"], streams=[itertools.repeat("你好！")]), builtin=False, tools=TOOLS, settings=settings)
     answer = await agent.ask("What's the weather in Paris?", mode="react")
     assert "within 0.2s" in errors(answer.events)[0].message

@@ -104,7 +104,7 @@ async def test_rag_mode_without_a_model_quotes_passages(make_agent: Callable[...
     assert "not written by a language model" in answer.answer
 
 
-async def test_react_mode_runs_the_plan_in_parallel_and_generates(make_agent: Callable[..., Agent]) -> None:
+async def test_react_mode_runs_the_plan_in_parallel_and_generates(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     plan = json.dumps([
         {"id": "n1", "type": "tool", "tool": "get_time", "params": {"timezone": "Asia/Shanghai"}, "depends_on": []},
         {"id": "n2", "type": "tool", "tool": "get_weather", "params": {"city": "北京"}, "depends_on": []},
@@ -112,7 +112,8 @@ async def test_react_mode_runs_the_plan_in_parallel_and_generates(make_agent: Ca
     model = ScriptedModel([Completion(text=plan, usage=Usage(prompt_tokens=50, completion_tokens=20)), "北京现在 12 点，晴，21°C。"])
     tools = [zone_time,
              city_weather]
-    agent = make_agent(model, builtin=False, tools=tools)
+    agent = make_agent(model, builtin=False, tools=tools,  # the plan parsed whole (streamed: test_agent_streamed_plan)
+                       settings=Settings(home=tmp_path, search_backend="none", planner_stream=False))
     answer = await agent.ask("现在几点，北京天气怎么样", user_id="u1")
     sequence = [e.type for e in answer.events if e.type not in ("step", "token")]
     assert sequence[:5] == ["start", "route", "plan", "graph_ready", "node_start"]
@@ -185,7 +186,7 @@ async def test_react_replans_after_a_failure_when_enabled(make_agent: Callable[.
 
 
 async def test_a_plan_the_runtime_rejects_falls_back_to_the_rule_plan(
-    make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch
+    make_agent: Callable[..., Agent], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from saber.events import Error
     from saber.graph import Node
@@ -198,7 +199,8 @@ async def test_a_plan_the_runtime_rejects_falls_back_to_the_rule_plan(
 
     monkeypatch.setattr("saber.agent.modes.react.parse_plan", bad_plan)
     model = ScriptedModel(["(a plan)", "It is 12:00."])
-    agent = make_agent(model, builtin=False, tools=[zone_time])
+    agent = make_agent(model, builtin=False, tools=[zone_time],
+                       settings=Settings(home=tmp_path, search_backend="none", planner_stream=False))
     answer = await agent.ask("what time is it", user_id="u1", mode="react")
     errors = [e for e in answer.events if isinstance(e, Error)]
     assert errors and errors[0].where == "graph" and "cannot run" in errors[0].message

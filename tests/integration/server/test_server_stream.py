@@ -64,7 +64,7 @@ def test_react_mode_event_order(serve: Callable[..., LiveServer], fake_llm: Fake
     plan = [{"id": "n1", "tool": "get_time", "params": {"timezone": "Asia/Shanghai"}},
             {"id": "n2", "tool": "city_weather", "params": {"city": "北京"}}]
     fake_llm.queue(json.dumps(plan), "北京晴，21°C。")
-    live = serve(tools=[city_weather])
+    live = serve(tools=[city_weather], planner_stream=False)  # streamed: tests/integration/agent/test_agent_streamed_plan.py
     events = stream(live, {"message": "现在几点，北京天气怎么样", "mode": "react"})
     kinds = [k for _, k, _ in events if k not in ("step", "token")]
     assert kinds[:4] == ["start", "route", "plan", "graph_ready"]

@@ -9,6 +9,7 @@ from typing import Any
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
 from saber.agent.modes.chat import run_chat
+from saber.agent.modes.react_stream import run_streamed_plan
 from saber.agent.observations import observations, rule_answer
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
@@ -20,6 +21,7 @@ from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
 from saber.graph.taskgraph import GraphError
 from saber.llm.base import ModelError
+from saber.llm.types import Message
 from saber.planner import (
     ParsedPlan,
     PlanParseError,
@@ -41,11 +43,7 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
     agents = turn.services.agent_descriptions()
     if not turn.has_model:
         return _rules(turn, agents, []), "rules"
-    shown, turn.prompt_tools = select_prompt_tools(
-        turn.query, turn.tools, turn.services.tool_index, above=turn.services.settings.tools_select_above,
-        k=turn.services.settings.tools_select_k, keep=turn.selected_tools or ())
-    messages = build_planner_prompt(turn.query, shown, agents=agents, preferences=turn.preferences,
-                                    history=turn.history, language=turn.lang)
+    messages = _planner_messages(turn, agents)
     fmt = plan_response_format(turn.tools, agents) if turn.services.settings.llm_structured_output else None
     try:
         completion = await turn.model.complete(messages, response_format=fmt, temperature=0)
@@ -57,6 +55,14 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
         return await _parse_off_loop(completion.text, turn, agents), "model"
     except PlanParseError as exc:
         return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
+
+
+def _planner_messages(turn: Turn, agents: dict[str, str]) -> list[Message]:
+    shown, turn.prompt_tools = select_prompt_tools(
+        turn.query, turn.tools, turn.services.tool_index, above=turn.services.settings.tools_select_above,
+        k=turn.services.settings.tools_select_k, keep=turn.selected_tools or ())
+    return build_planner_prompt(turn.query, shown, agents=agents, preferences=turn.preferences,
+                                history=turn.history, language=turn.lang)
 
 
 _INLINE_PLAN_CHARS = 16_384
@@ -76,6 +82,9 @@ def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPla
 
 
 async def run_react(turn: Turn) -> str:
+    settings = turn.services.settings
+    if settings.planner_stream and turn.has_model and not settings.llm_structured_output:
+        return await _run_react_streamed(turn)
     plan, source = await make_plan(turn)
     await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source,
                          tools=turn.prompt_tools))
@@ -85,6 +94,21 @@ async def run_react(turn: Turn) -> str:
     if runtime is None:
         return await run_chat(turn)
     return await _answer_and_record(turn, await runtime.run())
+
+
+async def _run_react_streamed(turn: Turn) -> str:
+    """Plan and run at once (``react_stream.py``); a plan with no node is answered as chat."""
+    agents = turn.services.agent_descriptions()
+
+    async def make_runtime() -> GraphRuntime:
+        return GraphRuntime([], turn.tools, turn.services.graph_config(), turn.emit, task_id=turn.task_id,
+                            meta=await task_meta(turn), answer_follows=True, **_runtime_parts(turn))
+
+    _plan, _source, run = await run_streamed_plan(turn, _planner_messages(turn, agents), make_runtime,
+                                                  lambda warnings: _rules(turn, agents, warnings))
+    if run is None:
+        return await run_chat(turn)
+    return await answer_from_run(turn, run)
 
 
 async def _runtime_for(turn: Turn, plan: ParsedPlan, source: str) -> GraphRuntime | None:
