@@ -89,6 +89,18 @@ def progress_line(kind: str, data: dict[str, Any]) -> Any:
         warnings = data.get("warnings") or []
         return line(("plan", "cyan"), " ", (f"{data.get('source')}/{data.get('format')}", "dim"), f" {steps}",
                     (f" ({len(warnings)} warning(s))" if warnings else "", "yellow"))
+    if kind == "node_added":
+        node = data.get("node") or {}
+        deps = node.get("depends_on") or []
+        return line(("+", "cyan"), f" {node.get('id')} {node.get('tool') or node.get('agent')}",
+                    (f" after {', '.join(deps)}" if deps else "", "dim"), (" (replaced)" if data.get("replaces") else "", "dim"))
+    if kind == "approval_required":
+        return line(("approval", "yellow"), f" {data['node_id']} {data['tool']} waits: {data['reason']} ",
+                    (f"(saber approve {data['task_id']} {data['node_id']})", "dim"))
+    if kind == "approval_given":
+        verdict = "approved" if data.get("approved") else "denied"
+        return line(("approval", "yellow"), f" {data['node_id']} {verdict} by {data['by']}",
+                    (f": {data['reason']}" if data.get("reason") else "", "dim"))
     if kind == "node_start":
         attempt = data.get("attempt", 1)
         return line(("▶", "blue"), f" {data['id']} {data['tool']}", (f" (attempt {attempt})" if attempt > 1 else "", "dim"))
