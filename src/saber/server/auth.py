@@ -95,7 +95,9 @@ def _checked_user(user: str, where: str) -> str:
     return user.strip()
 
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/"})
+"""Open without a key: health, the API's description, and the web page (which asks for a key itself)."""
+PUBLIC_PREFIXES = ("/static/",)
 
 
 class KeyGate:
@@ -107,7 +109,8 @@ class KeyGate:
         self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.keys.enabled or scope["path"] in PUBLIC_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not self.keys.enabled or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})

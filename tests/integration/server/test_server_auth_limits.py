@@ -40,6 +40,9 @@ def test_every_route_but_health_needs_a_key(serve: Callable[..., LiveServer]) ->
             assert r.headers["www-authenticate"] == "Bearer"
     assert httpx.get(live.url + "/healthz").json() == {"status": "ok"}
     assert httpx.get(live.url + "/readyz").json() == {"status": "ready"}
+    page = httpx.get(live.url + "/")  # the web page is open: it asks for a key itself, and holds no data
+    assert page.status_code == 200 and "<div id=\"app\"" in page.text
+    assert httpx.get(live.url + "/static/app.js").status_code == 200
 
 
 def test_a_key_decides_the_user(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
