@@ -85,10 +85,18 @@ def test_readme_python_example(tmp_path: Path) -> None:
     assert "The tool shouted: HELLO" in lines[-1]
 
 
-def test_readme_toml_example_is_valid(tmp_path: Path) -> None:
-    (toml,) = blocks("toml")
-    (tmp_path / "saber.toml").write_text(toml, encoding="utf-8")
-    done = run_saber("saber config --json", tmp_path)
-    assert done.returncode == 0, done.stderr
-    settings = json.loads(done.stdout)["settings"]
-    assert settings["llm_model"] == "deepseek-chat" and settings["search_backend"] == "ddgs"
+def test_readme_toml_examples_are_valid(tmp_path: Path) -> None:
+    examples = blocks("toml")
+    assert len(examples) >= 2
+    for number, toml in enumerate(examples):
+        home = tmp_path / f"home{number}"
+        home.mkdir()
+        (home / "saber.toml").write_text(toml, encoding="utf-8")
+        done = run_saber("saber config --json", home)
+        assert done.returncode == 0, done.stderr
+        settings = json.loads(done.stdout)["settings"]
+        if "deepseek" in toml:
+            assert settings["llm_model"] == "deepseek-chat" and settings["search_backend"] == "ddgs"
+        if "[exec]" in toml:
+            assert settings["exec_enabled"] is True and settings["files_write"] is True
+            assert settings["exec_allow"] == ["ls", "cat", "grep", "rg", "python3 -c"]

@@ -166,4 +166,5 @@ async def test_every_call_to_an_openai_endpoint_carries_max_tokens_for_its_purpo
         answer = await agent.ask("What's the weather in Paris?", mode="react")
         bodies = [r.body for r in server.requests if r.method == "POST"]
     assert answer.answer == "Paris is sunny, 21°C."
-    assert [(b.get("stream", False), b["max_tokens"]) for b in bodies] == [(False, 300), (True, 200)]
+    # the plan streams too (streamed planning), each call with its own purpose's max_tokens
+    assert [(b.get("stream", False), b["max_tokens"]) for b in bodies] == [(True, 300), (True, 200)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 import httpx
@@ -96,13 +97,21 @@ def test_upload_over_the_knowledge_base_limit_answers_413(serve: Callable[..., L
     assert httpx.get(live.url + "/api/documents").json() == []
 
 
+def access_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [rec.getMessage() for rec in caplog.records if rec.name == "saber.server.access"]
+
+
 def test_access_log_lines(serve: Callable[..., LiveServer], caplog: pytest.LogCaptureFixture) -> None:
     live = serve(keys=True)
     with caplog.at_level(logging.INFO, logger="saber.server.access"):
         r = httpx.get(live.url + "/api/tasks/abc", headers={**ALICE, "X-Request-ID": "req-42"})
         assert r.status_code == 404 and r.headers["x-request-id"] == "req-42"
         httpx.get(live.url + "/api/tools")
-    lines = [rec.getMessage() for rec in caplog.records if rec.name == "saber.server.access"]
+        # the line is written when the server's call ends, just after the client has its response
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(access_lines(caplog)) < 2:
+            time.sleep(0.02)
+    lines = access_lines(caplog)
     assert any("request_id=req-42 user=alice method=GET route=/api/tasks/{task_id} status=404 duration_ms=" in line
                for line in lines), lines
     assert any("user=- method=GET route=/api/tools status=401" in line for line in lines), lines

@@ -108,7 +108,7 @@ async def _run_react_streamed(turn: Turn) -> str:
                                                   lambda warnings: _rules(turn, agents, warnings))
     if run is None:
         return await run_chat(turn)
-    return await answer_from_run(turn, run)
+    return await _answer_and_record(turn, run)
 
 
 async def _runtime_for(turn: Turn, plan: ParsedPlan, source: str) -> GraphRuntime | None:

@@ -20,8 +20,8 @@ from saber.events import Error, Plan
 from saber.graph.node import Node
 from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
-from saber.llm.base import ModelError
-from saber.llm.guarded import as_model_error
+from saber.llm.base import ChatModel, ModelError
+from saber.llm.guarded import GuardedModel, as_model_error
 from saber.llm.types import Message, StreamEnd, TextDelta
 from saber.planner import ParsedPlan
 from saber.planner.incremental import IncrementalPlanParser
@@ -79,6 +79,11 @@ async def run_streamed_plan(turn: Turn, messages: list[Message], make_runtime: C
         raise
 
 
+def _planner_model(model: ChatModel) -> ChatModel:
+    """A stream is an answer by default: the planner's stream gets the planner's limits."""
+    return model.for_purpose("planner") if isinstance(model, GuardedModel) else model
+
+
 async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
                        rules: Callable[[list[str]], ParsedPlan]) -> tuple[ParsedPlan, str]:
     settings = turn.services.settings
@@ -86,7 +91,7 @@ async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
                                    max_nodes=settings.planner_max_nodes)
     broken: ModelError | None = None
     try:
-        async for chunk in turn.model.stream(messages, temperature=0):
+        async for chunk in _planner_model(turn.model).stream(messages, temperature=0):
             if isinstance(chunk, TextDelta) and chunk.content:
                 await runtime.add_nodes(parser.feed(chunk.content))
             elif isinstance(chunk, StreamEnd):
