@@ -14,10 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "integration" / "server"))
 
-from server_helpers import LiveServer, make_agent, settings_for  # noqa: E402
+from server_helpers import LiveServer, make_agent, settings_for
 
-from saber.llm.openai_compat import OpenAIChatModel  # noqa: E402
-from saber.testing import FakeOpenAIServer  # noqa: E402
+from saber.llm.openai_compat import OpenAIChatModel
+from saber.testing import FakeOpenAIServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

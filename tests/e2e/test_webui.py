@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ModelScript, wait_until
 
+from conftest import ModelScript, wait_until
 from saber.testing.fake_openai import FakeReply
 from saber.tools import tool
 

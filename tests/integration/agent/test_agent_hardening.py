@@ -11,16 +11,10 @@ import pytest
 
 from conftest import settings_for
 from saber.agent import Agent
-from saber.config import Settings
 from saber.events import Done
 from saber.llm.types import Completion, Message, ResponseFormat
 from saber.testing import ScriptedModel
 from saber.tools import Tool, tool
-
-
-def settings_for(home: Any, **overrides: Any) -> Settings:
-    return Settings(home=home, search_backend="none", weather_geocoding_url="http://127.0.0.1:9/v1/search",
-                    weather_forecast_url="http://127.0.0.1:9/v1/forecast", **overrides)
 
 
 @tool

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import settings_for
 
+from conftest import settings_for
 from saber.agent import Agent
 from saber.events import Error, ToolCallEvent
 from saber.llm.base import ModelError
