@@ -46,8 +46,9 @@ def run_saber(command: str, home: Path) -> subprocess.CompletedProcess[str]:
 def test_readme_starts_with_the_two_commands() -> None:
     first, second = blocks("bash")[:2]
     assert "pip install -e ." in first and 'saber ask "' in first
-    assert "pytest" in second
-    assert "python -m pytest" in (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert "pytest" in second and "'.[dev,realmodel]'" in second
+    ci = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert "python -m pytest" in ci and "-e '.[dev,realmodel]'" in ci  # CI installs what the README says
 
 
 @pytest.mark.slow
