@@ -37,22 +37,8 @@ class Services:
         return knowledge is not None and await asyncio.to_thread(lambda: knowledge.loaded)
 
     def graph_config(self, **overrides: object) -> GraphConfig:
-        s = self.settings
-        values: dict[str, object] = {
-            "max_parallel": s.graph_max_parallel,
-            "enable_racing": s.graph_enable_racing,
-            "race_timeout_ms": s.graph_race_timeout * 1000,
-            "max_retries": s.graph_max_retries,
-            "retry_delay_ms": s.graph_retry_delay * 1000,
-            "step_timeout_ms": s.graph_step_timeout * 1000,
-            "sub_agent_timeout_ms": s.graph_sub_agent_timeout * 1000,
-            "max_replan": s.graph_max_replan,
-            "hedge_ms": s.graph_hedge * 1000 if s.graph_hedge is not None else None,
-            "on_failure": s.graph_on_failure,
-            "max_result_chars": s.max_tool_result_chars,
-        }
-        values.update(overrides)
-        return GraphConfig(**values)  # type: ignore[arg-type]
+        """``GraphConfig.from_settings(self.settings, **overrides)``."""
+        return GraphConfig.from_settings(self.settings, **overrides)
 
     def agent_descriptions(self) -> dict[str, str]:
         return {name: agent.description for name, agent in self.sub_agents.items()}
