@@ -101,6 +101,11 @@ def _renamed(data: Any) -> Any:
 
 
 class Settings(BaseSettings):
+    """Every setting of Saber, from (lowest first) the defaults, ``saber.toml``, ``SABER_*``
+    environment variables and keyword arguments. ``[llm] model = "x"`` in the file is
+    ``SABER_LLM_MODEL=x`` and ``Settings(llm_model="x")``. ``Settings.load()`` turns validation
+    errors into one ``ConfigError`` naming each bad setting."""
+
     model_config = SettingsConfigDict(env_prefix="SABER_", extra="forbid", validate_default=True)
 
     home: Path = Field(default_factory=default_home)

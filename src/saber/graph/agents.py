@@ -28,6 +28,9 @@ class SubAgentTask:
 
 @runtime_checkable
 class SubAgent(Protocol):
+    """What a ``sub_agent`` node runs: ``await run(task)`` with the node's goal and inputs; what it
+    returns is the node's result."""
+
     async def run(self, task: SubAgentTask) -> Any: ...
 
 

@@ -69,6 +69,8 @@ class AddOutcome:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RecalledMemory:
+    """A long-term memory recalled for a query, with its similarity and its relevance."""
+
     record: MemoryRecord
     similarity: float
     """Cosine similarity of the query and the memory, -1..1."""

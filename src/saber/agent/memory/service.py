@@ -81,6 +81,10 @@ def _rejected_preference(key: str, rejection: Rejection) -> MemoryResult:
 
 
 class MemoryService:
+    """Per-user memory behind gates: the short-term conversation history, stated preferences
+    (language, city, units...) and long-term memories recalled by embedding similarity. The Agent
+    reads it before a turn and writes to it (in the background) after one."""
+
     def __init__(
         self,
         store: MemoryStore,
