@@ -1,7 +1,6 @@
 """The public API: what DESIGN.md promises importable, what each package exports (changed only on
-purpose), that every exported class
-and function says what it is for, that types ship (``py.typed``), and that ``import saber`` stays
-light."""
+purpose), that every exported class and function says what it is for, that types ship
+(``py.typed``), and that ``import saber`` stays light."""
 
 from __future__ import annotations
 
