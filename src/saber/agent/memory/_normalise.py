@@ -8,11 +8,12 @@ from collections.abc import Callable
 from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from saber.language import has_han
+
 CityNormaliser = Callable[[str], "str | None"]
 
 
-def _is_cjk(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+_is_cjk = has_han
 
 
 def known_city(raw: str) -> str | None:
