@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 Substitute = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 """``(params, results by dependency id) -> params with placeholders replaced``; the default is
-``saber.planner.placeholders.substitute_placeholders`` (``${n1}``, ``${n1.city}``, and ``$n1``/``{{n1}}`` for dependencies; a bare ``$1`` is never one)."""
+``saber.graph.placeholders.substitute_placeholders`` (``${n1}``, ``${n1.city}``, and ``$n1``/``{{n1}}`` for dependencies; a bare ``$1`` is never one)."""
 
 
 class NodeExecutor:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import httpx
 
 from saber.graph.config import GraphConfig
+from saber.graph.placeholders import PlaceholderError
 from saber.tools.errors import ToolError
 
 
@@ -55,7 +56,7 @@ def classify(exc: BaseException, *, timeout: float | None = None) -> Failure:
     exception whose boolean ``retryable`` attribute says so (``saber.llm.ModelError``).
     Not retryable: bad arguments, unknown tools or agents, HTTP 4xx, local OS errors, anything
     else (a bug)."""
-    if isinstance(exc, LookupError) and type(exc).__name__ == "PlaceholderError":
+    if isinstance(exc, PlaceholderError):
         return Failure(message=str(exc), retryable=False)
     if isinstance(exc, ToolError):
         return Failure(message=exc.message, retryable=exc.retryable)
