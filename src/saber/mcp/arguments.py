@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from saber.cities import City, find_city, lookup_city
 from saber.language import has_han
 from saber.tools.base import Tool
-from saber.tools.builtin.cities import City, find_city, lookup_city
 
 _TIMEZONE = ("timezone", "time_zone", "tz", "zone", "iana_timezone", "local_timezone")
 _PLACE = ("city", "location", "place", "city_name", "location_name")

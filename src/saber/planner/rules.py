@@ -194,8 +194,8 @@ def fill_from_preferences(tool: Tool, params: dict[str, Any], preferences: Mappi
 
 
 def default_city_finder() -> CityFinder:
-    """``saber.tools.builtin.cities.find_city``, answering in the query's script."""
-    from saber.tools.builtin.cities import find_city
+    """``saber.cities.find_city``, answering in the query's script."""
+    from saber.cities import find_city
 
     def finder(text: str) -> str | None:
         city = find_city(text)
