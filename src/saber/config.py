@@ -231,12 +231,14 @@ class Settings(BaseSettings):
 
     # agent and memory
     history_turns: int = Field(20, ge=1)
-    memory_merge_threshold: float = Field(0.97, gt=0, le=1)
-    """Cosine similarity at or above which a new memory updates an old one instead of being added."""
+    memory_merge_threshold: float | None = Field(None, gt=0, le=1)
+    """Cosine similarity at or above which a new memory updates an old one instead of being added;
+    unset = the embedder's (measured for the bundled E5, calibrated for others)."""
     memory_half_life_days: float = Field(30.0, gt=0)
     """Recency weight of a memory halves every this many days."""
-    memory_min_relevance: float = 0.03
-    """How far above its similarity to neutral sentences a memory must score to be recalled."""
+    memory_min_relevance: float | None = None
+    """How far above its similarity to neutral sentences a memory must score to be recalled;
+    unset = the embedder's (saber.agent.memory.thresholds)."""
 
     # limits on what one request may carry (README: "Limits")
     max_query_chars: int = Field(100_000, ge=1)

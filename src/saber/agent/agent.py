@@ -410,7 +410,7 @@ class Agent:
         if memory.model is not None:
             self._background_task(self._learn_preferences(turn.user_id, turn.query), turn)
         turn.preferences = await memory.preferences(turn.user_id)
-        recalled = await memory.recall(turn.user_id, turn.query, 3, min_relevance=self.settings.memory_min_relevance)
+        recalled = await memory.recall(turn.user_id, turn.query, 3, relevant_only=True)
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))
