@@ -40,7 +40,7 @@ class ReplanRequest:
 
     reason: Literal["failure", "drained"]
     detail: str
-    """E.g. ``"n2 failed: timed out after 5000 ms"`` or ``"all nodes finished"``."""
+    """E.g. ``"n2 failed: timed out after 5 s"`` or ``"all nodes finished"``."""
     nodes: Sequence[Node]
     failed: Sequence[str]
     used: int
