@@ -32,8 +32,8 @@ from typing import Any
 from zoneinfo import available_timezones
 
 from saber import Agent, Settings
+from saber.cities import city_names, lookup_city
 from saber.testing.openmeteo import GAZETTEER, fake_open_meteo
-from saber.tools.builtin.cities import city_names, lookup_city
 
 DATA = Path(__file__).with_name("data")
 PLACE_TOOLS = {"get_time", "get_weather"}

@@ -4,22 +4,35 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from saber.agent import Agent
+    from saber.agent import Agent, Answer
+    from saber.agent.memory import MemoryService
     from saber.config import ConfigError, Settings
     from saber.events import Event, EventBus
-    from saber.graph import Node, NodeStatus, TaskGraph
+    from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, RunResult, TaskGraph
+    from saber.llm import ChatModel, Message, ModelError, OpenAIChatModel
+    from saber.rag import RagEngine
     from saber.tools import Param, Tool, ToolArgumentError, ToolError, ToolRegistry, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "Answer",
+    "ChatModel",
     "ConfigError",
     "Event",
     "EventBus",
+    "GraphConfig",
+    "GraphRuntime",
+    "MemoryService",
+    "Message",
+    "ModelError",
     "Node",
     "NodeStatus",
+    "OpenAIChatModel",
     "Param",
+    "RagEngine",
+    "RunResult",
     "Settings",
     "TaskGraph",
     "Tool",
@@ -31,10 +44,14 @@ __all__ = [
 ]
 
 _HOMES = {
-    "Agent": "saber.agent",
+    "Agent": "saber.agent", "Answer": "saber.agent",
+    "MemoryService": "saber.agent.memory",
     "ConfigError": "saber.config", "Settings": "saber.config",
     "Event": "saber.events", "EventBus": "saber.events",
-    "Node": "saber.graph", "NodeStatus": "saber.graph", "TaskGraph": "saber.graph",
+    "GraphConfig": "saber.graph", "GraphRuntime": "saber.graph", "Node": "saber.graph", "NodeStatus": "saber.graph",
+    "RunResult": "saber.graph", "TaskGraph": "saber.graph",
+    "ChatModel": "saber.llm", "Message": "saber.llm", "ModelError": "saber.llm", "OpenAIChatModel": "saber.llm",
+    "RagEngine": "saber.rag",
     "Param": "saber.tools", "Tool": "saber.tools", "ToolArgumentError": "saber.tools", "ToolError": "saber.tools",
     "ToolRegistry": "saber.tools", "tool": "saber.tools",
 }

@@ -37,8 +37,8 @@ from saber.clikit.output import (
 )
 from saber.clikit.render import JsonRenderer, RichRenderer
 from saber.db.cli import db_app
+from saber.knowledge_cli import docs_app, ingest_command
 from saber.mcp.cli import mcp_app
-from saber.rag.cli import docs_app, ingest_command
 from saber.server.serve import serve_command
 
 if TYPE_CHECKING:

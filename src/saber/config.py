@@ -6,16 +6,20 @@ flattened with ``_``: ``[llm] model = "x"`` is the same setting as ``SABER_LLM_M
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from saber.graph.config import GRAPH_DEFAULTS as _GRAPH
 from saber.mcp.config import MCPServerConfig, check_server_entries
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
@@ -48,7 +52,8 @@ class _TomlSource(PydanticBaseSettingsSource):
         explicit = bool(os.environ.get("SABER_CONFIG", "").strip())
         if explicit and not self.path.is_file():
             raise ConfigError(f"{self.path}: SABER_CONFIG names a file that does not exist (or is not a file)")
-        self.values = _read_toml(self.path, set(settings_cls.model_fields)) if self.path.is_file() else {}
+        known = set(settings_cls.model_fields) | set(_RENAMED)
+        self.values = _read_toml(self.path, known) if self.path.is_file() else {}
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         return self.values.get(field_name), field_name, False
@@ -77,7 +82,30 @@ def _read_toml(path: Path, known: set[str]) -> dict[str, Any]:
     return flat
 
 
+_RENAMED = {"graph_max_retries": "graph_max_attempts"}
+"""Settings renamed since 0.1: the old name (keyword, ``SABER_*`` variable or file key) still works."""
+
+
+def _renamed(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for old, new in _RENAMED.items():
+        value = data.pop(old, None)
+        if value is None:
+            value = os.environ.get(f"SABER_{old.upper()}")
+        if value is not None:
+            log.warning("setting %s is deprecated: use %s", old, new)
+            data.setdefault(new, value)
+    return data
+
+
 class Settings(BaseSettings):
+    """Every setting of Saber, from (lowest first) the defaults, ``saber.toml``, ``SABER_*``
+    environment variables and keyword arguments. ``[llm] model = "x"`` in the file is
+    ``SABER_LLM_MODEL=x`` and ``Settings(llm_model="x")``. ``Settings.load()`` turns validation
+    errors into one ``ConfigError`` naming each bad setting."""
+
     model_config = SettingsConfigDict(env_prefix="SABER_", extra="forbid", validate_default=True)
 
     home: Path = Field(default_factory=default_home)
@@ -143,23 +171,29 @@ class Settings(BaseSettings):
     to answer; unset = calibrated for the embedder and the stored documents (saber.agent.relevance)."""
 
     # graph runtime
-    graph_max_parallel: int = Field(8, ge=1)
-    graph_enable_racing: bool = True
-    graph_race_timeout: float = 30.0
-    graph_max_retries: int = Field(3, ge=1)
-    graph_retry_delay: float = 0.2
-    graph_step_timeout: float = 30.0
-    graph_sub_agent_timeout: float = 300.0
-    graph_max_replan: int = Field(0, ge=0)
+    # (defaults: saber.graph.config.GraphConfig's; GraphConfig.from_settings maps these to it)
+    graph_max_parallel: int = Field(_GRAPH.max_parallel, ge=1)
+    graph_enable_racing: bool = _GRAPH.enable_racing
+    graph_race_timeout: float = Field(_GRAPH.race_timeout, ge=0)
+    """Seconds a whole race group may take (0 = no limit)."""
+    graph_max_attempts: int = Field(_GRAPH.max_attempts, ge=1)
+    """Total attempts per node, the first included (``max_retries``, its old name, is still read)."""
+    graph_retry_delay: float = Field(_GRAPH.retry_delay, ge=0)
+    """Seconds before the second attempt; doubled for each further one."""
+    graph_step_timeout: float = Field(_GRAPH.step_timeout, ge=0)
+    """Seconds one attempt of a tool call may take (0 = no limit)."""
+    graph_sub_agent_timeout: float = Field(_GRAPH.sub_agent_timeout, ge=0)
+    """Seconds one attempt of a sub-agent may take (0 = no limit)."""
+    graph_max_replan: int = Field(_GRAPH.max_replan, ge=0)
     """Replans a task may make after a failure or when its graph drains (0 = off)."""
     graph_replan_max_nodes: int = Field(3, ge=1)
     """Nodes one replan may add."""
-    graph_hedge: float | None = Field(None, ge=0)
+    graph_hedge: float | None = Field(_GRAPH.hedge, ge=0)
     """Seconds before each further racer of a race group starts (None starts them together)."""
     graph_checkpoint_lease: float = Field(15.0, gt=0)
     """Seconds a running task stays claimed by its process without a heartbeat; after that (or at
     once, when the owner is a dead process on this host) another process may resume it."""
-    graph_on_failure: Literal["skip", "continue"] = "skip"
+    graph_on_failure: Literal["skip", "continue"] = _GRAPH.on_failure
     """skip: dependents of a failed node are skipped; continue: they run with the failure as input."""
 
     # system tools: the workspace's files, and commands in a sandbox
@@ -197,19 +231,21 @@ class Settings(BaseSettings):
 
     # agent and memory
     history_turns: int = Field(20, ge=1)
-    memory_merge_threshold: float = Field(0.97, gt=0, le=1)
-    """Cosine similarity at or above which a new memory updates an old one instead of being added."""
+    memory_merge_threshold: float | None = Field(None, gt=0, le=1)
+    """Cosine similarity at or above which a new memory updates an old one instead of being added;
+    unset = the embedder's (measured for the bundled E5, calibrated for others)."""
     memory_half_life_days: float = Field(30.0, gt=0)
     """Recency weight of a memory halves every this many days."""
-    memory_min_relevance: float = 0.03
-    """How far above its similarity to neutral sentences a memory must score to be recalled."""
+    memory_min_relevance: float | None = None
+    """How far above its similarity to neutral sentences a memory must score to be recalled;
+    unset = the embedder's (saber.agent.memory.thresholds)."""
 
     # limits on what one request may carry (README: "Limits")
     max_query_chars: int = Field(100_000, ge=1)
     """A longer query is refused with a ValueError naming this limit, before any event."""
     max_answer_chars: int = Field(200_000, ge=1)
     """A longer answer is cut to this length, with a note saying so."""
-    max_tool_result_chars: int = Field(200_000, ge=1)
+    max_tool_result_chars: int = Field(_GRAPH.max_result_chars, ge=1)
     """A tool's result (as JSON) is cut to this length, with a note saying so."""
     planner_max_nodes: int = Field(64, ge=1)
     """A plan with more nodes keeps its first this many, with a warning."""
@@ -242,6 +278,11 @@ class Settings(BaseSettings):
     """With more tools than this, the planner prompt lists only the most relevant ones."""
     tools_select_k: int = Field(12, ge=1)
     """How many tools the planner prompt lists when selecting."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_old_names(cls, data: Any) -> Any:
+        return _renamed(data)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

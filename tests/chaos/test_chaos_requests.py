@@ -37,7 +37,7 @@ QUERIES = ["北京天气和时间", "run the tools, my password is hunter2-x", "
 
 
 def _agent(home: Path, rng: random.Random, seed: int) -> Agent:
-    settings = Settings(home=home, search_backend="none", graph_retry_delay=0.0, graph_max_retries=2,
+    settings = Settings(home=home, search_backend="none", graph_retry_delay=0.0, graph_max_attempts=2,
                         graph_step_timeout=0.05, weather_geocoding_url="http://127.0.0.1:9/v1/search",
                         weather_forecast_url="http://127.0.0.1:9/v1/forecast", max_tool_result_chars=10_000)
     embedder = HashingEmbedder()

@@ -96,6 +96,16 @@ class _Request:
 
 
 class Agent:
+    """The orchestrator: routes each query to chat, tool, rag or react mode, runs it, and streams
+    its events.
+
+    ``Agent(settings)`` builds everything it is not given (model, tools, knowledge base, memory,
+    checkpoint store, sub-agents, MCP servers) from ``Settings``. Use it as
+    ``async with Agent(...) as agent:`` so MCP servers are connected first and everything is
+    closed at the end; ``agent.stream(query)`` yields events as they happen, ``agent.ask(query)``
+    waits for the ``Answer``. One agent serves many users and many concurrent requests.
+    """
+
     def __init__(
         self,
         settings: Settings | None = None,
@@ -272,9 +282,21 @@ class Agent:
         """Checkpointed react tasks (id, status, user, query), oldest first; unfinished ones by default."""
         return await list_tasks(self.services.checkpoints, user_id=user_id, unfinished=unfinished)
 
-    async def ask(self, query: str, **options: Any) -> Answer:
-        """Run a request to the end and return its answer with all events."""
-        events = [e async for e in self.stream(query, **options)]
+    async def ask(
+        self,
+        query: str,
+        *,
+        user_id: str = "default",
+        mode: Mode | None = None,
+        selected_tools: Sequence[str] | None = None,
+        use_rag: bool | None = None,
+        task_id: str | None = None,
+        history: Sequence[Message] | None = None,
+    ) -> Answer:
+        """Run a request to the end and return its answer with all events (the parameters are
+        ``stream``'s)."""
+        events = [e async for e in self.stream(query, user_id=user_id, mode=mode, selected_tools=selected_tools,
+                                               use_rag=use_rag, task_id=task_id, history=history)]
         done = events[-1]
         assert isinstance(done, Done)
         return Answer(answer=done.answer, mode=done.mode, task_id=done.task_id, usage=done.usage, model=done.model,
@@ -388,7 +410,7 @@ class Agent:
         if memory.model is not None:
             self._background_task(self._learn_preferences(turn.user_id, turn.query), turn)
         turn.preferences = await memory.preferences(turn.user_id)
-        recalled = await memory.recall(turn.user_id, turn.query, 3, min_relevance=self.settings.memory_min_relevance)
+        recalled = await memory.recall(turn.user_id, turn.query, 3, relevant_only=True)
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))

@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from saber.agent.answer_check import generation_failure
 from saber.agent.context import Turn
 from saber.events import Error, Token
+from saber.language import no_model_note as language_note
 from saber.llm.base import ModelError
 from saber.llm.guarded import as_model_error
-from saber.llm.nomodel import NO_MODEL_NOTE, NO_MODEL_NOTE_ZH
 from saber.llm.types import Message, StreamEnd, TextDelta
 
 
 def no_model_note(turn: Turn) -> str:
-    return NO_MODEL_NOTE_ZH if turn.lang == "zh" else NO_MODEL_NOTE
+    """The no-model note in the turn's language (``saber.language.no_model_note``)."""
+    return language_note(language=turn.lang)
 
 
 def model_failed_note(turn: Turn, error: Exception) -> str:

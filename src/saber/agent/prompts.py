@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
-Lang = Literal["zh", "en"]
-_CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-def language_of(text: str) -> Lang:
-    """zh when the text has Chinese characters, else en."""
-    return "zh" if _CJK.search(text) else "en"
-
+from saber.language import Lang as Lang
+from saber.language import language_of as language_of
 
 CHAT = {
     "zh": "你是 Saber，一个可靠的助手。直接、准确地回答；不知道就说不知道，不要编造事实。",

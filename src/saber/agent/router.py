@@ -55,6 +55,9 @@ class RouteOptions:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RouteDecision:
+    """Which mode a query goes to (chat, tool, rag or react), the rule that decided it and the
+    tools the route may use."""
+
     mode: Mode
     rule: str
     """Which rule fired, e.g. ``keywords:react(time+weather)``."""

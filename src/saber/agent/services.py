@@ -3,31 +3,46 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from saber.config import Settings
 from saber.events import EventBus
+from saber.graph.agents import SubAgent
 from saber.graph.config import GraphConfig
 from saber.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from saber.agent.memory import MemoryService
-    from saber.agent.subagents.base import SubAgentBase
     from saber.graph.checkpoint import CheckpointStore
     from saber.rag.engine import RagEngine
     from saber.tools.index import ToolIndex
 
 
+class SubAgentSpec(Protocol):
+    """What ``Services.sub_agents`` holds (``SubAgentBase`` is one): a named sub-agent the planner
+    may call, tied to one request by ``bind``. A protocol, so this module does not import the
+    sub-agents, which import the request's ``Turn``, which refers to ``Services``."""
+
+    @property
+    def description(self) -> str: ...
+
+    def bind(self, turn: Any) -> SubAgent: ...
+
+
 @dataclass(kw_only=True)
 class Services:
+    """What every request of one Agent shares: settings, tools, event bus, knowledge base,
+    memory, checkpoint store, sub-agents and the tool index."""
+
     settings: Settings
     registry: ToolRegistry
     bus: EventBus
     knowledge: RagEngine | None = None
     memory: MemoryService | None = None
     checkpoints: CheckpointStore | None = None
-    sub_agents: dict[str, SubAgentBase] = field(default_factory=dict)
+    sub_agents: Mapping[str, SubAgentSpec] = field(default_factory=dict)
     tool_index: ToolIndex | None = None
     """Ranks tools for routing and for the planner prompt when there are many (MCP) tools."""
 
@@ -37,22 +52,8 @@ class Services:
         return knowledge is not None and await asyncio.to_thread(lambda: knowledge.loaded)
 
     def graph_config(self, **overrides: object) -> GraphConfig:
-        s = self.settings
-        values: dict[str, object] = {
-            "max_parallel": s.graph_max_parallel,
-            "enable_racing": s.graph_enable_racing,
-            "race_timeout_ms": s.graph_race_timeout * 1000,
-            "max_retries": s.graph_max_retries,
-            "retry_delay_ms": s.graph_retry_delay * 1000,
-            "step_timeout_ms": s.graph_step_timeout * 1000,
-            "sub_agent_timeout_ms": s.graph_sub_agent_timeout * 1000,
-            "max_replan": s.graph_max_replan,
-            "hedge_ms": s.graph_hedge * 1000 if s.graph_hedge is not None else None,
-            "on_failure": s.graph_on_failure,
-            "max_result_chars": s.max_tool_result_chars,
-        }
-        values.update(overrides)
-        return GraphConfig(**values)  # type: ignore[arg-type]
+        """``GraphConfig.from_settings(self.settings, **overrides)``."""
+        return GraphConfig.from_settings(self.settings, **overrides)
 
     def agent_descriptions(self) -> dict[str, str]:
         return {name: agent.description for name, agent in self.sub_agents.items()}

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 
 class ApprovalBroker:
+    """Asks a person before a step runs (a write, a command, a tool in ``approval_tools``): stores
+    the question, emits ``approval_required``, and waits for ``decide`` (from the CLI, the API or
+    the web UI) or the timeout."""
+
     def __init__(self, store: ApprovalStore, *, timeout: float = 600.0, always_ask: frozenset[str] = frozenset(),
                  poll: float = 0.5) -> None:
         self.store = store

@@ -15,6 +15,8 @@ TASK_WIDE = "*tool:"
 
 @dataclass(frozen=True, kw_only=True)
 class Question:
+    """One approval question: the task, node, user, tool and parameters, and its answer once given."""
+
     task_id: str
     node_id: str
     user_id: str
@@ -42,6 +44,8 @@ def _row(row: Any) -> Question:
 
 
 class ApprovalStore:
+    """The approval questions and their answers, in the database."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
 

@@ -28,6 +28,9 @@ class SubAgentTask:
 
 @runtime_checkable
 class SubAgent(Protocol):
+    """What a ``sub_agent`` node runs: ``await run(task)`` with the node's goal and inputs; what it
+    returns is the node's result."""
+
     async def run(self, task: SubAgentTask) -> Any: ...
 
 
@@ -37,7 +40,7 @@ class ReplanRequest:
 
     reason: Literal["failure", "drained"]
     detail: str
-    """E.g. ``"n2 failed: timed out after 5000 ms"`` or ``"all nodes finished"``."""
+    """E.g. ``"n2 failed: timed out after 5 s"`` or ``"all nodes finished"``."""
     nodes: Sequence[Node]
     failed: Sequence[str]
     used: int

@@ -1,62 +1,103 @@
-"""``GraphConfig``: how a task graph is run (parallelism, retries, timeouts, races, replans)."""
+"""``GraphConfig``: how a task graph is run (parallelism, attempts, timeouts, races, replans).
+
+The one set of defaults for the graph runtime: ``Settings``' ``graph_*`` fields take theirs from
+here, and ``GraphConfig.from_settings`` is the one mapping between the two. Every duration is in
+seconds.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from saber.config import Settings
 
 FailurePolicy = Literal["skip", "continue"]
 
+_SECONDS = ("retry_delay", "retry_max_delay", "step_timeout", "sub_agent_timeout", "race_timeout")
+_LEGACY_MS = {f"{name}_ms": name for name in (*_SECONDS, "hedge")}
+"""Names before 0.2, in milliseconds: accepted (with a DeprecationWarning) and converted."""
 
-@dataclass(frozen=True, kw_only=True)
+
+@dataclass(frozen=True, kw_only=True, init=False)
 class GraphConfig:
-    """Run-time knobs. Defaults follow the original system where it was right."""
+    """How ``GraphRuntime`` runs a graph: parallelism, attempts and backoff, timeouts, races,
+    replanning and the size of a node's result. Frozen; durations in seconds.
+
+    ``GraphConfig.from_settings(settings)`` builds the one an ``Agent`` uses; a default
+    ``GraphConfig()`` has the same values as a default ``Settings()``.
+    """
 
     max_parallel: int = 8
     """Upper bound on tool / sub-agent attempts executing at once, races included."""
-    max_retries: int = 3
-    """Total attempts per node, the first one included (3 = one try and up to two retries).
-    0 and 1 both mean a single attempt: a node is always tried, never marked done unrun."""
-    retry_delay_ms: float = 200.0
-    """Backoff before the second attempt; doubled for each further one."""
-    retry_max_delay_ms: float = 5_000.0
+    max_attempts: int = 3
+    """Total attempts per node, the first one included (3 = one try and up to two retries)."""
+    retry_delay: float = 0.2
+    """Seconds of backoff before the second attempt; doubled for each further one."""
+    retry_max_delay: float = 5.0
+    """Upper bound, in seconds, of one backoff."""
     retry_jitter: float = 0.5
     """Fraction of the backoff drawn at random (0 = none, 0.5 = delay x [0.5, 1.0])."""
-    step_timeout_ms: float = 5_000.0
-    """Per-attempt timeout of a tool call."""
-    sub_agent_timeout_ms: float = 120_000.0
-    """Per-attempt timeout of a sub-agent: they call models and tools themselves, so get longer."""
+    step_timeout: float = 30.0
+    """Seconds one attempt of a tool call may take (0 = no limit)."""
+    sub_agent_timeout: float = 300.0
+    """Seconds one attempt of a sub-agent may take: they call models and tools themselves."""
     enable_racing: bool = True
     """False runs the members of a race group as plain parallel nodes."""
-    race_timeout_ms: float = 30_000.0
-    """Deadline for a whole race group, counted from its start."""
-    hedge_ms: float | None = None
-    """Hedging: start each further racer only if none has answered within this many ms
+    race_timeout: float = 30.0
+    """Seconds a whole race group may take, counted from its start (0 = no limit)."""
+    hedge: float | None = None
+    """Hedging: start each further racer only if none has answered within this many seconds
     (a racer failing starts the next one at once). None starts all racers together."""
     on_failure: FailurePolicy = "skip"
     """skip: dependents of a failed node are skipped ("n1 failed: ...");
     continue: they run, and receive ``{"error": ..., "status": "failed"}`` as that input."""
-    max_replan: int = 2
-    """How many times the replanning hook may be called during one task."""
+    max_replan: int = 0
+    """How many times the replanning hook (``GraphRuntime(replanner=...)``) may be called during
+    one task; 0 turns replanning off."""
     max_result_chars: int = 200_000
     """A node's result, JSON-encoded, is cut to this many characters (with a note saying so)."""
 
-    def __post_init__(self) -> None:
+    if TYPE_CHECKING:  # what type checkers see: the fields as keyword-only parameters
+        def __init__(
+            self, *, max_parallel: int = ..., max_attempts: int = ..., retry_delay: float = ...,
+            retry_max_delay: float = ..., retry_jitter: float = ..., step_timeout: float = ...,
+            sub_agent_timeout: float = ..., enable_racing: bool = ..., race_timeout: float = ...,
+            hedge: float | None = ..., on_failure: FailurePolicy = ..., max_replan: int = ...,
+            max_result_chars: int = ...,
+        ) -> None: ...
+    else:
+        def __init__(self, **values: Any) -> None:
+            """Keyword-only; the names before 0.2 (``max_retries``, ``*_ms``) still work, with a
+            DeprecationWarning."""
+            values = _upgrade(values, warn=True)
+            names = {f.name: f for f in dataclasses.fields(self)}
+            unknown = sorted(set(values) - set(names))
+            if unknown:
+                raise TypeError(f"GraphConfig got unknown setting(s): {', '.join(unknown)}")
+            for name, spec in names.items():
+                object.__setattr__(self, name, values.get(name, spec.default))
+            self._check()
+
+    def _check(self) -> None:
         if self.max_parallel < 1:
             raise ValueError(f"max_parallel must be at least 1, got {self.max_parallel}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries (total attempts) must be 0 or more, got {self.max_retries}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts (total attempts, the first included) must be at least 1, "
+                             f"got {self.max_attempts}")
         if self.max_replan < 0:
             raise ValueError(f"max_replan must be 0 or more, got {self.max_replan}")
-        for name in ("retry_delay_ms", "retry_max_delay_ms", "step_timeout_ms", "sub_agent_timeout_ms", "race_timeout_ms"):
+        for name in _SECONDS:
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+                raise ValueError(f"{name} must not be negative (seconds), got {getattr(self, name)}")
         if not 0.0 <= self.retry_jitter <= 1.0:
             raise ValueError(f"retry_jitter must be between 0 and 1, got {self.retry_jitter}")
-        if self.hedge_ms is not None and self.hedge_ms < 0:
-            raise ValueError(f"hedge_ms must not be negative, got {self.hedge_ms}")
+        if self.hedge is not None and self.hedge < 0:
+            raise ValueError(f"hedge must not be negative (seconds), got {self.hedge}")
         if self.max_result_chars < 1:
             raise ValueError(f"max_result_chars must be at least 1, got {self.max_result_chars}")
         if self.on_failure not in ("skip", "continue"):
@@ -64,14 +105,71 @@ class GraphConfig:
 
     @property
     def attempts(self) -> int:
-        """Attempts per node: ``max_retries``, at least 1."""
-        return max(1, self.max_retries)
+        """Attempts per node (``max_attempts``)."""
+        return self.max_attempts
+
+    @property
+    def max_retries(self) -> int:
+        """Deprecated name of ``max_attempts`` (it always meant total attempts)."""
+        warnings.warn("GraphConfig.max_retries is deprecated: use max_attempts (total attempts)",
+                      DeprecationWarning, stacklevel=2)
+        return self.max_attempts
+
+    def timeout_for(self, node_type: str) -> float:
+        """Seconds one attempt of a node of this type may take (0 = no limit)."""
+        return self.sub_agent_timeout if node_type == "sub_agent" else self.step_timeout
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GraphConfig:
-        """Build from a stored dict; unknown keys (from a newer version) are ignored."""
+        """Build from a stored dict (a checkpoint's): names from before 0.2 (``max_retries``,
+        ``*_ms``) are converted; unknown keys (from a newer version) are ignored."""
+        values = _upgrade(dict(data), warn=False)
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> GraphConfig:
+        """The graph settings of ``settings`` (its ``graph_*`` fields), then ``overrides``."""
+        values: dict[str, Any] = {
+            "max_parallel": settings.graph_max_parallel,
+            "max_attempts": settings.graph_max_attempts,
+            "retry_delay": settings.graph_retry_delay,
+            "step_timeout": settings.graph_step_timeout,
+            "sub_agent_timeout": settings.graph_sub_agent_timeout,
+            "enable_racing": settings.graph_enable_racing,
+            "race_timeout": settings.graph_race_timeout,
+            "hedge": settings.graph_hedge,
+            "on_failure": settings.graph_on_failure,
+            "max_replan": settings.graph_max_replan,
+            "max_result_chars": settings.max_tool_result_chars,
+        }
+        values.update(overrides)
+        return cls(**values)
+
+
+def _upgrade(values: dict[str, Any], *, warn: bool) -> dict[str, Any]:
+    """Old names to new: ``max_retries`` → ``max_attempts`` (0 meant one attempt), ``*_ms`` →
+    seconds."""
+    out = dict(values)
+    old: list[str] = []
+    if "max_retries" in out:
+        old.append("max_retries")
+        count = out.pop("max_retries")
+        out.setdefault("max_attempts", max(1, count) if isinstance(count, int) else count)
+    for legacy, name in _LEGACY_MS.items():
+        if legacy in out:
+            old.append(legacy)
+            ms = out.pop(legacy)
+            out.setdefault(name, ms / 1000.0 if isinstance(ms, int | float) else ms)
+    if old and warn:
+        warnings.warn(f"GraphConfig: {', '.join(old)} deprecated; use max_attempts and durations in "
+                      "seconds (retry_delay, step_timeout, sub_agent_timeout, race_timeout, hedge, ...)",
+                      DeprecationWarning, stacklevel=3)
+    return out
+
+
+GRAPH_DEFAULTS = GraphConfig()
+"""The defaults, for ``Settings`` to take its ``graph_*`` defaults from."""

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 Substitute = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 """``(params, results by dependency id) -> params with placeholders replaced``; the default is
-``saber.planner.placeholders.substitute_placeholders`` (``${n1}``, ``${n1.city}``, and ``$n1``/``{{n1}}`` for dependencies; a bare ``$1`` is never one)."""
+``saber.graph.placeholders.substitute_placeholders`` (``${n1}``, ``${n1.city}``, and ``$n1``/``{{n1}}`` for dependencies; a bare ``$1`` is never one)."""
 
 
 class NodeExecutor:
@@ -82,15 +82,15 @@ class NodeExecutor:
         attempts = self.config.attempts
         for attempt in range(1, attempts + 1):
             node.attempts = attempt
-            timeout_ms = self.config.sub_agent_timeout_ms if node.type == "sub_agent" else self.config.step_timeout_ms
+            timeout = self.config.timeout_for(node.type)
             async with self.sem:
                 await self.emit(NodeStart(id=node.id, tool=node.target, attempt=attempt))
                 current = Attempt(run=self.run, node_id=node.id, number=attempt)
                 try:
-                    async with asyncio.timeout(timeout_ms / 1000.0 if timeout_ms else None):
+                    async with asyncio.timeout(timeout or None):
                         result = await self._attempt(node, current)
                 except Exception as exc:
-                    failure = classify(exc, timeout_ms=timeout_ms)
+                    failure = classify(exc, timeout=timeout)
                     if failure.retryable and attempt < attempts and current.abandoned_thread():
                         failure = Failure(retryable=False, message=f"{failure.message}; the tool is still running "
                                           "in its thread, so it is not retried (a retry would run it twice at once)")

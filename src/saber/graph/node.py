@@ -8,6 +8,9 @@ from typing import Any, Literal
 
 
 class NodeStatus(enum.StrEnum):
+    """Where a node is: pending, running, done, failed, skipped (a dependency failed, or it lost
+    a race) or cancelled."""
+
     PENDING = "pending"
     RUNNING = "running"
     DONE = "done"
@@ -25,6 +28,11 @@ NodeType = Literal["tool", "sub_agent"]
 
 @dataclass(kw_only=True)
 class Node:
+    """One step of a task graph: a tool call (``tool``, ``params``) or a sub-agent (``agent``,
+    ``goal``), the ids it ``depends_on`` and an optional ``race_group``. ``params`` may hold
+    ``{{n1.field}}`` placeholders, filled from earlier nodes' results when the node runs. The runtime
+    sets ``status``, ``result``, ``error``, ``attempts`` and ``duration_ms``."""
+
     id: str
     type: NodeType = "tool"
     tool: str | None = None

@@ -16,6 +16,7 @@ from typing import Any
 from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
+from saber.graph.retry import seconds_text
 
 RunNode = Callable[[Node], Coroutine[Any, Any, NodeOutcome]]
 
@@ -31,7 +32,7 @@ async def run_race(
     started: dict[str, float] = {}
     outcomes: dict[str, NodeOutcome] = {}
     winner: NodeOutcome | None = None
-    hedge = config.hedge_ms / 1000.0 if config.hedge_ms is not None else None
+    hedge = config.hedge
 
     def start_next() -> None:
         node = waiting.pop(0)
@@ -40,7 +41,7 @@ async def run_race(
 
     timed_out = False
     try:
-        async with asyncio.timeout(config.race_timeout_ms / 1000.0 if config.race_timeout_ms else None):
+        async with asyncio.timeout(config.race_timeout or None):
             start_next()
             while waiting and hedge is None:
                 start_next()
@@ -96,6 +97,6 @@ def _outcome(
         elif own is not None:
             out.append(own)
         else:
-            why = f"race group '{group}' timed out after {config.race_timeout_ms:g} ms" if timed_out else "not run"
+            why = f"race group '{group}' timed out after {seconds_text(config.race_timeout)}" if timed_out else "not run"
             out.append(NodeOutcome(node_id=node.id, status=NodeStatus.FAILED, error=why, duration_ms=ran_ms))
     return RaceOutcome(group=group, winner=winner.node_id if winner is not None else None, outcomes=out)

@@ -13,6 +13,9 @@ RunStatus = Literal["done", "failed", "cancelled"]
 
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
+    """What ``GraphRuntime.run`` returns: the run's status, every node as it ended, the order
+    nodes finished in, and what was left unfinished when it was cancelled."""
+
     task_id: str
     status: RunStatus
     """done: every node succeeded (race losers aside); failed: some node failed or was skipped

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import httpx
 
 from saber.graph.config import GraphConfig
+from saber.graph.placeholders import PlaceholderError
 from saber.tools.errors import ToolError
 
 
@@ -45,17 +46,22 @@ def _is_connection_error(exc: BaseException) -> bool:
     return False
 
 
-def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
+def seconds_text(seconds: float) -> str:
+    """``0.05`` → ``"50 ms"``, ``30`` → ``"30 s"``: durations as a person reads them."""
+    return f"{seconds * 1000:g} ms" if seconds < 1 else f"{seconds:g} s"
+
+
+def classify(exc: BaseException, *, timeout: float | None = None) -> Failure:
     """Retryable: ``ToolError(retryable=True)``, timeouts, connection errors, HTTP 5xx/429, and any
     exception whose boolean ``retryable`` attribute says so (``saber.llm.ModelError``).
     Not retryable: bad arguments, unknown tools or agents, HTTP 4xx, local OS errors, anything
     else (a bug)."""
-    if isinstance(exc, LookupError) and type(exc).__name__ == "PlaceholderError":
+    if isinstance(exc, PlaceholderError):
         return Failure(message=str(exc), retryable=False)
     if isinstance(exc, ToolError):
         return Failure(message=exc.message, retryable=exc.retryable)
     if isinstance(exc, TimeoutError):
-        limit = f" after {timeout_ms:g} ms" if timeout_ms is not None else ""
+        limit = f" after {seconds_text(timeout)}" if timeout else ""
         return Failure(message=f"timed out{limit}", retryable=True)
     if isinstance(exc, httpx.HTTPStatusError):
         code = exc.response.status_code
@@ -72,6 +78,6 @@ def classify(exc: BaseException, *, timeout_ms: float | None = None) -> Failure:
 
 def backoff_seconds(attempt: int, config: GraphConfig, rng: random.Random) -> float:
     """Delay after failed attempt number ``attempt`` (1-based): exponential, capped, with jitter."""
-    base = min(config.retry_delay_ms * 2.0 ** (attempt - 1), config.retry_max_delay_ms)
+    base = min(config.retry_delay * 2.0 ** (attempt - 1), config.retry_max_delay)
     jitter: float = base * config.retry_jitter * rng.random()
-    return (base - jitter) / 1000.0
+    return base - jitter

@@ -30,6 +30,7 @@ from saber.graph.lease import LeaseKeeper
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.persist import finish_anyway, run_status, save_graph, save_nodes, set_status
+from saber.graph.placeholders import substitute_placeholders
 from saber.graph.replanning import ReplanDone, Replanning
 from saber.graph.result import RunResult
 from saber.graph.state import GraphState
@@ -81,9 +82,7 @@ class GraphRuntime:
         ``persist.answered``, so a kill during the answer loses nothing."""
         self._stopped: str | None = None
         """Why the run stopped early on its own (a checkpoint write failed, a scheduler bug)."""
-        if substitute is None:  # imported here: the planner package imports the graph package
-            from saber.planner.placeholders import substitute_placeholders
-
+        if substitute is None:
             substitute = substitute_placeholders
         self._state = GraphState(self.graph, self.config)  # raises GraphError on a malformed race group
         self._phase = "new"

@@ -40,6 +40,9 @@ def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
 
 
 class TaskGraph:
+    """A validated DAG of ``Node``s (unique ids, known dependencies, no cycles); ``levels()``
+    gives the node ids in dependency order. ``GraphRuntime`` runs it."""
+
     def __init__(self, nodes: Iterable[Node], *, validate: bool = True) -> None:
         self.nodes: dict[str, Node] = {}
         duplicates: list[str] = []

@@ -3,17 +3,8 @@
 from typing import TYPE_CHECKING, Any
 
 from saber.llm.base import ChatModel, ModelError
-from saber.llm.nomodel import (
-    NO_MODEL_MESSAGE,
-    NO_MODEL_NOTE,
-    NO_MODEL_NOTE_ZH,
-    NoModel,
-    is_no_model,
-    label_no_model_answer,
-    no_model_note,
-)
+from saber.llm.nomodel import NoModel
 from saber.llm.retry import RetryingModel
-from saber.llm.toolcalls import ToolCallAccumulator, parse_arguments, tool_calls_from_openai
 from saber.llm.types import (
     Completion,
     Message,
@@ -31,9 +22,6 @@ if TYPE_CHECKING:
     from saber.llm.openai_compat import OpenAIChatModel
 
 __all__ = [
-    "NO_MODEL_MESSAGE",
-    "NO_MODEL_NOTE",
-    "NO_MODEL_NOTE_ZH",
     "ChatModel",
     "Completion",
     "Message",
@@ -46,16 +34,12 @@ __all__ = [
     "StreamEnd",
     "TextDelta",
     "ToolCall",
-    "ToolCallAccumulator",
     "ToolCallDelta",
     "Usage",
-    "is_no_model",
-    "label_no_model_answer",
     "model_from_settings",
-    "no_model_note",
-    "parse_arguments",
-    "tool_calls_from_openai",
 ]
+"""The public names. The no-model notes and tool-call parsing helpers are internal: import them
+from ``saber.llm.nomodel`` and ``saber.llm.toolcalls``."""
 
 
 def __getattr__(name: str) -> Any:

@@ -24,6 +24,10 @@ class ModelError(Exception):
 
 @runtime_checkable
 class ChatModel(Protocol):
+    """The one interface to a language model: ``complete`` returns a whole ``Completion``,
+    ``stream`` yields ``StreamChunk``s. Implement both (or wrap an existing model) to plug in a
+    provider; ``OpenAIChatModel`` covers every OpenAI-compatible endpoint, ``ScriptedModel`` tests."""
+
     name: str
     """A label for events and logs, e.g. ``"openai:gpt-4o-mini"``."""
 

@@ -8,9 +8,11 @@ for a model's.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Sequence
 
+from saber.language import NO_MODEL_NOTE as NO_MODEL_NOTE
+from saber.language import NO_MODEL_NOTE_ZH as NO_MODEL_NOTE_ZH
+from saber.language import no_model_note as no_model_note
 from saber.llm.base import ChatModel, ModelError
 from saber.llm.types import Completion, Message, ResponseFormat, StreamChunk
 from saber.tools.base import Tool
@@ -20,13 +22,6 @@ NO_MODEL_MESSAGE = (
     "SABER_LLM_API_KEY for your endpoint, or [llm] model in saber.toml)"
 )
 
-NO_MODEL_NOTE = (
-    "Note: no language model is configured, so this answer was assembled by rules from the tool "
-    "results; it was not written by a language model."
-)
-NO_MODEL_NOTE_ZH = "注：未配置语言模型，本回答由规则根据工具结果整理而成，并非语言模型生成。"
-
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 class NoModel:
@@ -65,16 +60,6 @@ def is_no_model(model: ChatModel | None) -> bool:
         seen.add(id(current))
         current = getattr(current, "wrapped", None)
     return model is None
-
-
-def no_model_note(text: str = "", *, language: str | None = None) -> str:
-    """The label for a rule-built answer: Chinese when ``language`` starts with ``zh`` or, when no
-    language is given, when ``text`` (the query or the answer) contains Chinese characters."""
-    if language is not None:
-        chinese = language.lower().startswith("zh")
-    else:
-        chinese = bool(_CJK.search(text))
-    return NO_MODEL_NOTE_ZH if chinese else NO_MODEL_NOTE
 
 
 def label_no_model_answer(answer: str, *, query: str = "", language: str | None = None) -> str:

@@ -42,6 +42,10 @@ client refuses to start without one; a real provider answers 401, which names th
 
 
 class OpenAIChatModel:
+    """A ``ChatModel`` for any OpenAI-compatible endpoint (OpenAI, DeepSeek, Qwen, GLM, Ollama,
+    vLLM, llama.cpp server...) through the official ``openai`` client: ``base_url``, ``api_key``,
+    ``model``. Native tool calls where the endpoint has them."""
+
     def __init__(
         self,
         model: str,

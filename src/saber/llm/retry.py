@@ -21,6 +21,9 @@ Sleep = Callable[[float], Awaitable[object]]
 
 
 class RetryingModel:
+    """Wraps a ``ChatModel`` and retries calls that failed with a retryable ``ModelError``
+    (timeouts, 429, 5xx) with exponential backoff; a stream is retried only before its first chunk."""
+
     def __init__(
         self,
         model: ChatModel,

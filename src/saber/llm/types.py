@@ -19,6 +19,9 @@ class ToolCall:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Message:
+    """One chat message in OpenAI's shape: ``role`` (system, user, assistant, tool), its text, the
+    tool calls an assistant made, and for a tool reply the ``tool_call_id`` it answers."""
+
     role: Role
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -40,6 +43,8 @@ class Message:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
+    """Tokens a model call used, as the endpoint reported them."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -59,6 +64,9 @@ class Usage:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Completion:
+    """A whole model reply: its text, the tool calls it made, token usage, why it stopped and the
+    model that answered."""
+
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
@@ -68,6 +76,8 @@ class Completion:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TextDelta:
+    """A piece of streamed answer text."""
+
     type: Literal["text"] = "text"
     content: str
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from saber.cities import City, find_city, lookup_city
+from saber.language import has_han
 from saber.tools.base import Tool
-from saber.tools.builtin.cities import City, find_city, lookup_city
 
 _TIMEZONE = ("timezone", "time_zone", "tz", "zone", "iana_timezone", "local_timezone")
 _PLACE = ("city", "location", "place", "city_name", "location_name")
@@ -67,8 +68,7 @@ def _zone(city: City | None, prefs: Mapping[str, Any], default: str | None) -> s
 
 def _place(city: City | None, query: str, prefs: Mapping[str, Any]) -> str | None:
     if city is not None:
-        cjk = any("\u4e00" <= ch <= "\u9fff" for ch in query)
-        return (city.name_zh or city.name) if cjk else city.name
+        return (city.name_zh or city.name) if has_han(query) else city.name
     for key in ("city", "城市", "location"):
         if prefs.get(key):
             return str(prefs[key])

@@ -12,8 +12,8 @@
 - ``build_planner_prompt`` and ``plan_response_format`` for asking a model.
 """
 
+from saber.graph.placeholders import PlaceholderError, references, substitute_placeholders
 from saber.planner.parse import parse_plan, plan_from_json
-from saber.planner.placeholders import PlaceholderError, references, substitute_placeholders
 from saber.planner.prompt import build_planner_prompt, detect_language
 from saber.planner.replan import ReplanBudget, ReplanResult, build_replan_prompt, describe_state, replan
 from saber.planner.result import ParsedPlan, PlanParseError

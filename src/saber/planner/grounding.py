@@ -257,7 +257,7 @@ def _strings(value: Any) -> Iterator[str]:
 def _aliases(value: str) -> set[str]:
     """``value`` folded, plus every name of the city it is and its time zone (so 上海 grounds
     "Shanghai", and get_time("Asia/Shanghai") covers 北京)."""
-    from saber.tools.builtin.cities import lookup_city
+    from saber.cities import lookup_city
 
     names = {_fold(value)}
     city = lookup_city(value)

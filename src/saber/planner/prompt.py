@@ -8,20 +8,15 @@ not repeat ("天气怎么样" from a user whose city is 北京).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
+from saber.language import Lang, language_of
 from saber.llm.types import Message
 from saber.tools.base import Tool
 
-Language = Literal["zh", "en"]
-
-
-def detect_language(text: str) -> Language:
-    """"zh" when CJK characters make up a real part of the text, else "en"."""
-    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
-    letters = sum(1 for ch in text if ch.isalpha())
-    return "zh" if cjk and cjk * 4 >= max(1, letters - cjk) else "en"
-
+Language = Lang
+detect_language = language_of
+"""The query's language (``saber.language.language_of``): the one rule the agent uses too."""
 
 _RULES = {
     "zh": """你是一个任务规划器。根据用户的问题，输出一个 JSON 数组形式的执行计划（任务图）。

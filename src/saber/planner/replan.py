@@ -48,6 +48,8 @@ class ReplanBudget:
 
 @dataclass(frozen=True, kw_only=True)
 class ReplanResult:
+    """What one replan produced: the nodes to add, warnings, and why it was asked for."""
+
     nodes: list[Node] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     reason: str = ""
@@ -84,6 +86,7 @@ def build_replan_prompt(
     query: str, nodes: Sequence[Node], tools: Mapping[str, Tool], *, reason: str, max_new_nodes: int,
     agents: Mapping[str, str] | None = None, language: Language | None = None,
 ) -> list[Message]:
+    """The planner prompt for a replan: the query, the nodes so far with their outcomes, and why."""
     lang = language or detect_language(query)
     messages = build_planner_prompt(query, tools, agents=agents, language=lang)
     taken = {n.id for n in nodes}

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from saber.graph.node import Node
+from saber.language import has_han
 from saber.planner import keywords as kw
 from saber.planner.result import ParsedPlan
 from saber.planner.validate import validate_nodes
@@ -193,15 +194,14 @@ def fill_from_preferences(tool: Tool, params: dict[str, Any], preferences: Mappi
 
 
 def default_city_finder() -> CityFinder:
-    """``saber.tools.builtin.cities.find_city``, answering in the query's script."""
-    from saber.tools.builtin.cities import find_city
+    """``saber.cities.find_city``, answering in the query's script."""
+    from saber.cities import find_city
 
     def finder(text: str) -> str | None:
         city = find_city(text)
         if city is None:
             return None
-        cjk = any("\u4e00" <= ch <= "\u9fff" for ch in text)
-        return (city.name_zh or city.name) if cjk else city.name
+        return (city.name_zh or city.name) if has_han(text) else city.name
 
     return finder
 

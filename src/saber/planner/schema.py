@@ -38,4 +38,5 @@ def plan_json_schema(tools: Mapping[str, Tool], agents: Mapping[str, str] | None
 
 
 def plan_response_format(tools: Mapping[str, Tool], agents: Mapping[str, str] | None = None) -> ResponseFormat:
+    """The JSON Schema response format of a plan, for endpoints with structured output."""
     return ResponseFormat(name="task_plan", schema=plan_json_schema(tools, agents), strict=False)

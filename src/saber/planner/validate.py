@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from saber.graph.node import Node
+from saber.graph.placeholders import canonicalise, references
 from saber.graph.taskgraph import TaskGraph
 from saber.planner.grounding import ground_nodes
 from saber.planner.names import resolve_name
-from saber.planner.placeholders import canonicalise, references
 from saber.planner.races import untangle_races
 from saber.planner.shapes import RawNode, params_object
 from saber.tools.base import Tool

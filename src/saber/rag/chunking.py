@@ -20,6 +20,9 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChunkingConfig:
+    """How documents are cut: small child chunks (what is matched) inside larger parent sections
+    (what is returned), sizes and overlaps in characters."""
+
     child_size: int = 200
     child_overlap: int = 50
     parent_size: int = 800

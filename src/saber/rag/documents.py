@@ -23,19 +23,23 @@ class RagError(Exception):
 
 
 class UnsupportedFileType(RagError):
-    pass
+    """A file whose type the loaders cannot read; the message lists the supported ones."""
+
 
 
 class EmptyDocument(RagError):
-    pass
+    """A file or text with no text to index (an empty file, a scanned PDF without text)."""
+
 
 
 class FileTooLarge(RagError):
-    pass
+    """A file over the ``rag_max_file_mb`` limit."""
+
 
 
 class DocumentNotFound(RagError):
-    pass
+    """No document has that id."""
+
 
 
 class EmbeddingError(RagError):
@@ -68,6 +72,8 @@ def content_hash(text: str) -> str:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Document:
+    """A document in the knowledge base: id, title, where it came from, its type, version and chunk count."""
+
     id: str
     title: str
     source: str
@@ -147,6 +153,8 @@ class StoredChunk:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Hit:
+    """One search result: the matched passage, its parent section, its document and its score."""
+
     document_id: str
     title: str
     source: str
@@ -179,6 +187,9 @@ IngestStatus = Literal["created", "new_version", "unchanged", "indexed"]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IngestResult:
+    """What ingesting one file or text did: the document, whether it was created, a new version,
+    unchanged or re-indexed, and how many chunks it has."""
+
     document: Document
     status: IngestStatus
     """created; new_version (same source/title, new content); unchanged (same content: nothing done);

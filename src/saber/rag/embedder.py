@@ -13,6 +13,9 @@ Vectors = npt.NDArray[np.float32]
 
 @runtime_checkable
 class Embedder(Protocol):
+    """Turns texts into vectors: ``embed_documents`` and ``embed_query`` (some models embed the
+    two differently), with a fixed ``dim`` and a ``name`` that stores record."""
+
     name: str
     """Identifies the model: a store records it and refuses vectors from another."""
 

@@ -43,6 +43,11 @@ GROUNDED_SYSTEM = (
 
 
 class RagEngine:
+    """The knowledge base: ingests files and text (loaders, parent/child chunking, embeddings) into
+    a ``KnowledgeStore`` and answers ``search`` with hybrid retrieval (vectors and BM25, fused) that
+    returns ``Hit``s with their parent section. Its tools (``knowledge_tools``) let the agent search
+    and write it."""
+
     def __init__(
         self,
         store: KnowledgeStore,

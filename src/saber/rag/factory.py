@@ -10,6 +10,7 @@ from saber.rag.store import open_store
 
 
 def embedder_from_settings(settings: Settings) -> Embedder:
+    """The embedder ``settings`` ask for: the bundled local E5 model, or an OpenAI-compatible endpoint."""
     if settings.embedding_provider == "openai":
         from saber.rag.openai_embedder import OpenAIEmbedder
 

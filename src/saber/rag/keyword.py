@@ -18,8 +18,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-_WORD = re.compile(r"[0-9a-z\u00c0-\u024f]+(?:[._'][0-9a-z]+)*|[\u3400-\u9fff\uf900-\ufaff]+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+from saber.language import HAN, HAN_CHAR
+
+_WORD = re.compile(rf"[0-9a-z\u00c0-\u024f]+(?:[._'][0-9a-z]+)*|[{HAN}]+")
+_CJK = HAN_CHAR
 
 _STOPWORD_TEXT = """a an and are as at be by for from has have how in is it its of on or that the this to was
     were what when where which who why will with do does can i you we they he she my your our

@@ -67,6 +67,8 @@ class FakeReply:
 
 @dataclass(frozen=True, kw_only=True)
 class RecordedRequest:
+    """One HTTP request a ``FakeOpenAIServer`` received."""
+
     method: str
     path: str
     headers: dict[str, str]
@@ -84,6 +86,10 @@ class _State:
 
 
 class FakeOpenAIServer:
+    """A real OpenAI-compatible HTTP server on loopback that answers with scripted replies (text,
+    tool calls, errors, slow streams) and records every request: for testing code that talks to a
+    model over HTTP. Use as a context manager (sync or async); ``base_url`` points a client at it."""
+
     def __init__(
         self,
         replies: Sequence[Any] = (),

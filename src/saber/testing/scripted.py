@@ -31,6 +31,9 @@ Reply: TypeAlias = "str | Completion | BaseException | Callable[[Sequence[Messag
 
 @dataclass(frozen=True, kw_only=True)
 class RecordedCall:
+    """One call a ``ScriptedModel`` received: the messages, the tool names, the response format and
+    whether it was streamed."""
+
     messages: list[Message]
     tools: list[str]
     response_format: ResponseFormat | None
@@ -43,6 +46,10 @@ class RecordedCall:
 
 
 class ScriptedModel:
+    """A ``ChatModel`` that answers from a queue of scripted replies (text, tool calls, exceptions)
+    and records every call; ``assert_complete()`` checks every reply was used. The one fake model
+    for tests."""
+
     def __init__(self, replies: Sequence[Any] = (), *, name: str = "scripted", delay: float = 0.0) -> None:
         self.replies: list[Any] = list(replies)
         self.name = name

@@ -14,6 +14,10 @@ from saber.tools.errors import UnknownToolError
 
 
 class ToolRegistry:
+    """The tools an agent may use, by name: ``register``, ``unregister``, ``get``; ``snapshot()``
+    is a stable dict for one request (tools that MCP servers add later do not change a running
+    task), ``filter(names)`` a subset. Safe to use from several threads."""
+
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._lock = threading.Lock()
         self._tools: dict[str, Tool] = {}

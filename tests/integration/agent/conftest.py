@@ -28,7 +28,7 @@ def settings_for(home: Path, **overrides: Any) -> Settings:
         "weather_geocoding_url": f"{CLOSED}/v1/search",
         "weather_forecast_url": f"{CLOSED}/v1/forecast",
         "graph_retry_delay": 0.0,
-        "graph_max_retries": 2,
+        "graph_max_attempts": 2,
     }
     values.update(overrides)
     return Settings(**values)

@@ -61,7 +61,7 @@ async def main(mode: str, kind: str, target: str, task_id: str, side_effects: st
     tools = {"work": work_tool(side_effects, slow)}
     async with store:
         if mode == "run":
-            result = await GraphRuntime(graph(), tools, GraphConfig(step_timeout_ms=120_000), checkpoint=store,
+            result = await GraphRuntime(graph(), tools, GraphConfig(step_timeout=120), checkpoint=store,
                                         task_id=task_id).run()
         else:
             result = await GraphRuntime.resume(task_id, store, tools)

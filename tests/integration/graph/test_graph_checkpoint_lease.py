@@ -192,7 +192,7 @@ async def test_a_replan_after_losing_the_task_does_not_take_it_back(stores: Stor
         await go.wait()
         return [Node(id="n2", tool="ok")]
 
-    run = asyncio.create_task(GraphRuntime([Node(id="n1", tool="boom")], tools, GraphConfig(max_replan=1, max_retries=1),
+    run = asyncio.create_task(GraphRuntime([Node(id="n1", tool="boom")], tools, GraphConfig(max_replan=1, max_attempts=1),
                                            checkpoint=stores.open(), task_id="T", replanner=replanner).run())
     await asked.wait()
     stores.set_owner("T", "other-host:1:abc")  # another process took the task over meanwhile

@@ -59,7 +59,7 @@ def settings_for(home: Path, servers: list[MCPServerConfig], **overrides: Any) -
         "weather_geocoding_url": f"{CLOSED}/v1/search",
         "weather_forecast_url": f"{CLOSED}/v1/forecast",
         "graph_retry_delay": 0.0,
-        "graph_max_retries": 2,
+        "graph_max_attempts": 2,
         "mcp_servers": servers,
         "mcp_startup_timeout": 20.0,
     }

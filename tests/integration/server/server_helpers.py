@@ -36,7 +36,7 @@ def settings_for(home: Path, *, keys: bool = False, **overrides: Any) -> Setting
         "weather_geocoding_url": f"{CLOSED}/v1/search",
         "weather_forecast_url": f"{CLOSED}/v1/forecast",
         "graph_retry_delay": 0.0,
-        "graph_max_retries": 1,
+        "graph_max_attempts": 1,
         "server_shutdown_grace": 1.0,
     }
     if keys:

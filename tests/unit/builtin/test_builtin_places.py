@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from saber.tools.builtin.cities import SCAN_LIMIT, find_city
+from saber.cities import SCAN_LIMIT, find_city
 from saber.tools.builtin.mentions import is_zone_form, place_mentions
 from saber.tools.builtin.places import PlaceResolver, UnknownPlaceError, parse_zone
 from saber.tools.errors import ToolError

@@ -136,7 +136,7 @@ async def test_the_graph_keeps_running_while_the_replanner_thinks() -> None:
         Node(id="after", tool="ok", depends_on=["slow"]),
     ])
     tools = {"boom": fn_tool("boom", boom), "wait": gate.tool(), "ok": fn_tool("ok", ok)}
-    run = asyncio.create_task(GraphRuntime(graph, tools, GraphConfig(), replanner=replanner).run())
+    run = asyncio.create_task(GraphRuntime(graph, tools, GraphConfig(max_replan=2), replanner=replanner).run())
     await thinking.wait()
     gate.release_event("s").set()
     result = await run

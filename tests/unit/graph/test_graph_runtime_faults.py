@@ -172,7 +172,7 @@ async def test_every_attempt_and_a_resume_see_the_same_idempotency_key(tmp_path:
     tools = {"flaky": fn_tool("flaky", flaky), "a": fn_tool("a", async_tool)}
     store = SQLiteCheckpointStore(tmp_path / "cp.db")
     nodes = [Node(id="n1", tool="flaky"), Node(id="n2", tool="a", depends_on=["n1"])]
-    await GraphRuntime(nodes, tools, GraphConfig(retry_delay_ms=0), checkpoint=store, task_id="task-9").run()
+    await GraphRuntime(nodes, tools, GraphConfig(retry_delay=0), checkpoint=store, task_id="task-9").run()
     assert seen == ["task-9:n1", "task-9:n1", "task-9:n2"]
     assert idempotency_key() is None
     await store.set_status("task-9", "cancelled")  # as if it had been cut off: resume runs nothing finished...

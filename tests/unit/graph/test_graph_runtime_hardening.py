@@ -212,7 +212,7 @@ async def test_a_missing_file_fails_at_once() -> None:
 
     tools = {"read": fn_tool("read", read_doc, {"type": "object", "properties": {"path": {"type": "string"}}})}
     result = await GraphRuntime([Node(id="n1", tool="read", params={"path": "/nonexistent/report.pdf"})], tools,
-                                GraphConfig(retry_delay_ms=0)).run()
+                                GraphConfig(retry_delay=0)).run()
     node = result.nodes["n1"]
     assert node.status is NodeStatus.FAILED and node.attempts == 1 and len(calls) == 1
     assert node.error is not None and node.error.startswith("FileNotFoundError")

@@ -33,7 +33,7 @@ async def test_first_success_wins_losers_are_cancelled_and_skipped_not_failed() 
         replans.append(request)
         return []
 
-    rt = GraphRuntime(race_graph(), {"wait": gate.tool(), "echo": echo_tool()}, GraphConfig(), on_event=rec,
+    rt = GraphRuntime(race_graph(), {"wait": gate.tool(), "echo": echo_tool()}, GraphConfig(max_replan=2), on_event=rec,
                       replanner=replanner)
     run = asyncio.create_task(rt.run())
     await gate.started_event("web").wait()
@@ -85,7 +85,7 @@ async def test_when_every_racer_fails_each_keeps_its_own_error() -> None:
 
 async def test_the_race_group_times_out_as_a_whole() -> None:
     gate = Gate("wait")
-    config = GraphConfig(race_timeout_ms=30, step_timeout_ms=60_000)
+    config = GraphConfig(race_timeout=0.03, step_timeout=60)
     result = await GraphRuntime(race_graph(), {"wait": gate.tool(), "echo": echo_tool()}, config).run()
     assert {result.nodes[n].error for n in ("web", "kb")} == {"race group 'search' timed out after 30 ms"}
     assert {result.nodes[n].status for n in ("web", "kb")} == {NodeStatus.FAILED}
@@ -109,14 +109,14 @@ async def test_racing_disabled_runs_members_as_plain_nodes() -> None:
 async def test_hedging_starts_the_next_racer_only_when_the_first_is_slow() -> None:
     gate = Gate("wait")
     gate.release_event("web").set()  # the first racer answers at once
-    config = GraphConfig(hedge_ms=600_000)  # (longer than the test timeout: a wrong wait would show)
+    config = GraphConfig(hedge=600)  # (longer than the test timeout: a wrong wait would show)
     result = await GraphRuntime(race_graph(), {"wait": gate.tool(), "echo": echo_tool()}, config).run()
     assert gate.calls == ["web"]  # the hedge never fired
     assert result.nodes["kb"].status is NodeStatus.SKIPPED and result.nodes["kb"].attempts == 0
 
     slow = Gate("wait")
     slow.release_event("kb").set()  # the first racer hangs; the hedge starts the second, which wins
-    result = await GraphRuntime(race_graph(), {"wait": slow.tool(), "echo": echo_tool()}, GraphConfig(hedge_ms=5)).run()
+    result = await GraphRuntime(race_graph(), {"wait": slow.tool(), "echo": echo_tool()}, GraphConfig(hedge=0.005)).run()
     assert slow.calls == ["web", "kb"] and slow.cancelled == ["web"]
     assert result.nodes["kb"].status is NodeStatus.DONE and result.nodes["web"].status is NodeStatus.SKIPPED
 
@@ -128,7 +128,7 @@ async def test_hedging_starts_the_next_racer_at_once_when_the_first_fails() -> N
         return "kb"
 
     tools = {"src": fn_tool("src", source, {"type": "object", "properties": {"key": {"type": "string"}}}), "echo": echo_tool()}
-    result = await GraphRuntime(race_graph("src"), tools, GraphConfig(hedge_ms=600_000)).run()
+    result = await GraphRuntime(race_graph("src"), tools, GraphConfig(hedge=600)).run()
     assert result.nodes["kb"].status is NodeStatus.DONE
 
 

@@ -130,7 +130,7 @@ async def test_sub_agents_have_their_own_longer_timeout() -> None:
         Node(id="tool", tool="wait", params={"key": "tool"}),
         Node(id="agent", type="sub_agent", agent="slow", goal="g"),
     ])
-    config = GraphConfig(step_timeout_ms=20, sub_agent_timeout_ms=60_000, max_retries=1)
+    config = GraphConfig(step_timeout=0.02, sub_agent_timeout=60, max_attempts=1)
     result = await GraphRuntime(graph, {"wait": gate.tool()}, config, agents={"slow": Slow()}).run()
     assert result.nodes["tool"].status is NodeStatus.FAILED
     assert result.nodes["tool"].error == "timed out after 20 ms"
@@ -148,7 +148,7 @@ async def test_a_sync_tool_is_abandoned_at_its_timeout() -> None:
     graph = TaskGraph([Node(id="n1", tool="stuck"), Node(id="n2", tool="ok", depends_on=["n1"])])
     tools = {"stuck": fn_tool("stuck", stuck), "ok": fn_tool("ok", lambda a: "ok")}
     try:
-        result = await GraphRuntime(graph, tools, GraphConfig(step_timeout_ms=30, max_retries=1)).run()
+        result = await GraphRuntime(graph, tools, GraphConfig(step_timeout=0.03, max_attempts=1)).run()
     finally:
         unblock.set()
     assert result.nodes["n1"].status is NodeStatus.FAILED and "timed out" in (result.nodes["n1"].error or "")
@@ -188,7 +188,7 @@ async def test_on_failure_continue_hands_the_failure_to_dependents() -> None:
 
     graph = TaskGraph([Node(id="n1", tool="boom"), Node(id="n2", tool="use", params={"x": "$n1"}, depends_on=["n1"])])
     tools = {"boom": fn_tool("boom", boom), "use": fn_tool("use", consume, {"type": "object", "properties": {"x": {}}})}
-    config = GraphConfig(on_failure="continue", max_retries=2, retry_delay_ms=0)
+    config = GraphConfig(on_failure="continue", max_attempts=2, retry_delay=0)
     result = await GraphRuntime(graph, tools, config).run()
     assert result.nodes["n1"].attempts == 2  # a refused connection is worth another attempt
     assert got == [{"error": "connection error: ConnectionRefusedError: backend refused", "status": "failed"}]

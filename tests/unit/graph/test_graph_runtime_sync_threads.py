@@ -45,7 +45,7 @@ async def test_stuck_sync_tools_are_not_retried_and_do_not_starve_later_sync_too
     loop.set_default_executor(small)
     try:
         tools = {"hang": fn_tool("hang", stuck, SCHEMA), "fast": fn_tool("fast", lambda args: "fast-result")}
-        config = GraphConfig(step_timeout_ms=50, retry_delay_ms=1)  # default max_retries: 3 attempts
+        config = GraphConfig(step_timeout=0.05, retry_delay=0.001)  # default max_attempts: 3
         rec = Recorder()
         first = await GraphRuntime([Node(id="h1", tool="hang", params={"key": "h1"}),
                                     Node(id="h2", tool="hang", params={"key": "h2"})], tools, config, on_event=rec).run()
@@ -74,7 +74,7 @@ async def test_a_sync_tool_that_times_out_but_already_returned_can_be_retried() 
         return "second time lucky"
 
     result = await GraphRuntime([Node(id="n1", tool="flaky")], {"flaky": fn_tool("flaky", flaky)},
-                                GraphConfig(retry_delay_ms=0)).run()
+                                GraphConfig(retry_delay=0)).run()
     assert result.nodes["n1"].status is NodeStatus.DONE and len(calls) == 2
 
 
@@ -92,7 +92,7 @@ async def test_events_a_stuck_sync_tool_emits_after_its_node_ended_are_dropped()
 
     rec = Recorder()
     result = await GraphRuntime([Node(id="n1", tool="s")], {"s": fn_tool("s", slow_search)},
-                                GraphConfig(step_timeout_ms=50, max_retries=1), on_event=rec).run()
+                                GraphConfig(step_timeout=0.05, max_attempts=1), on_event=rec).run()
     assert result.status == "failed"
     go.set()
     await emitted.wait()
@@ -121,7 +121,7 @@ def test_a_tool_thread_outliving_its_event_loop_does_not_crash() -> None:
     try:
         result = loop.run_until_complete(GraphRuntime(
             [Node(id="n1", tool="late")], {"late": fn_tool("late", late)},
-            GraphConfig(step_timeout_ms=20, max_retries=1), on_event=lambda e: seen.append(e.type)).run())
+            GraphConfig(step_timeout=0.02, max_attempts=1), on_event=lambda e: seen.append(e.type)).run())
     finally:
         loop.close()
     assert result.nodes["n1"].status is NodeStatus.FAILED

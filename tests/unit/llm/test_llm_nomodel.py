@@ -8,20 +8,15 @@ from pathlib import Path
 import pytest
 
 from saber.config import Settings
-from saber.llm import (
+from saber.llm import Message, ModelError, NoModel, OpenAIChatModel, RetryingModel, model_from_settings
+from saber.llm.base import ChatModel
+from saber.llm.nomodel import (
     NO_MODEL_NOTE,
     NO_MODEL_NOTE_ZH,
-    Message,
-    ModelError,
-    NoModel,
-    OpenAIChatModel,
-    RetryingModel,
     is_no_model,
     label_no_model_answer,
-    model_from_settings,
     no_model_note,
 )
-from saber.llm.base import ChatModel
 from saber.testing import ScriptedModel
 
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from saber.llm import ToolCall, ToolCallAccumulator, parse_arguments, tool_calls_from_openai
+from saber.llm import ToolCall
+from saber.llm.toolcalls import ToolCallAccumulator, parse_arguments, tool_calls_from_openai
 
 
 @pytest.mark.parametrize(

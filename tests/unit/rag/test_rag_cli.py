@@ -8,8 +8,8 @@ import typer
 from typer.testing import CliRunner
 
 from saber.clikit.output import CLIError
+from saber.knowledge_cli import docs_app, ingest_command, set_engine_factory
 from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
-from saber.rag.cli import docs_app, ingest_command, set_engine_factory
 
 
 @pytest.fixture

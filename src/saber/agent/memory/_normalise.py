@@ -8,17 +8,18 @@ from collections.abc import Callable
 from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from saber.language import has_han
+
 CityNormaliser = Callable[[str], "str | None"]
 
 
-def _is_cjk(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+_is_cjk = has_han
 
 
 def known_city(raw: str) -> str | None:
-    """The canonical name of a city in ``saber.tools.builtin.cities`` (Chinese name for Chinese input)."""
+    """The canonical name of a city in ``saber.cities`` (Chinese name for Chinese input)."""
     try:
-        from saber.tools.builtin.cities import find_city
+        from saber.cities import find_city
     except ImportError:  # the cities table is optional for memory
         return None
     city = find_city(raw)
@@ -113,7 +114,7 @@ def normalise_timezone(raw: str) -> str | None:
 
 def _city_timezone(value: str) -> str | None:
     try:
-        from saber.tools.builtin.cities import lookup_city
+        from saber.cities import lookup_city
     except ImportError:
         return None
     city = lookup_city(value.removesuffix("时间"))

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.agent.memory.store import MemoryRecord, MemoryStore, NewMemory, check_user_id, normalise_text
+from saber.agent.memory.thresholds import MemoryThresholds, thresholds_for
 from saber.rag.embedder import Embedder
 
 DEFAULT_MERGE_THRESHOLD = 0.97
@@ -69,6 +70,8 @@ class AddOutcome:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RecalledMemory:
+    """A long-term memory recalled for a query, with its similarity and its relevance."""
+
     record: MemoryRecord
     similarity: float
     """Cosine similarity of the query and the memory, -1..1."""
@@ -102,22 +105,40 @@ class LongTermMemory:
         store: MemoryStore,
         embedder: Embedder,
         *,
-        merge_threshold: float = DEFAULT_MERGE_THRESHOLD,
+        merge_threshold: float | None = None,
+        min_relevance: float | None = None,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
         max_chars: int = MAX_MEMORY_CHARS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not 0.0 < merge_threshold <= 1.0:
+        """``merge_threshold`` and ``min_relevance`` left out are the embedder's (measured for the
+        bundled E5 model, calibrated on first use for others: ``saber.agent.memory.thresholds``)."""
+        if merge_threshold is not None and not 0.0 < merge_threshold <= 1.0:
             raise ValueError("merge_threshold: must be in (0, 1]")
         self.store = store
         self.embedder = embedder
-        self.merge_threshold = merge_threshold
+        self._given = (merge_threshold, min_relevance)
+        self._thresholds: MemoryThresholds | None = None
         self.half_life_days = half_life_days
         self.max_chars = max_chars
         self._clock = clock
         # Find-duplicate-then-insert must not interleave for one user; striped locks bound memory.
         self._locks = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
         self._anchors: npt.NDArray[np.float32] | None = None
+
+    @property
+    def thresholds(self) -> MemoryThresholds:
+        """The merge and relevance thresholds in force; the first use may calibrate them (it
+        embeds a few dozen probe sentences), so call it from a worker thread, as every method
+        here is."""
+        if self._thresholds is None:
+            merge, relevance = self._given
+            self._thresholds = thresholds_for(self.embedder, self.baseline, merge=merge, min_relevance=relevance)
+        return self._thresholds
+
+    @property
+    def merge_threshold(self) -> float:
+        return self.thresholds.merge
 
     def baseline(self, query_vector: npt.NDArray[np.float32]) -> float:
         """Mean of the query's three highest similarities to the neutral anchor sentences."""
@@ -189,11 +210,15 @@ class LongTermMemory:
     # --- reading -----------------------------------------------------------------------------
 
     def recall(
-        self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0, min_relevance: float | None = None
+        self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0, min_relevance: float | None = None,
+        relevant_only: bool = False,
     ) -> list[RecalledMemory]:
         """The ``k`` memories with the highest score for ``query``, optionally only those at least
-        ``min_similarity`` similar and ``min_relevance`` above the baseline (see ``RecalledMemory``).
-        Recalled memories count as used now."""
+        ``min_similarity`` similar and ``min_relevance`` above the baseline (see ``RecalledMemory``);
+        ``relevant_only`` uses the embedder's ``thresholds.min_relevance``. Recalled memories count
+        as used now."""
+        if relevant_only and min_relevance is None:
+            min_relevance = self.thresholds.min_relevance
         check_user_id(user_id)
         if k <= 0 or not query.strip():
             return []

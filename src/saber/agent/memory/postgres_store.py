@@ -11,6 +11,8 @@ from saber.agent.memory._sql import SQLMemoryStore
 
 
 class PostgresMemoryStore(SQLMemoryStore):
+    """The memory store in PostgreSQL (needs the ``postgres`` extra)."""
+
     def __init__(self, url: str, *, connect_timeout: float = 10.0, pool_size: int | None = None) -> None:
         self.url = url
         super().__init__(url, pool_size=pool_size, connect_timeout=connect_timeout)

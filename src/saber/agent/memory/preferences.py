@@ -28,6 +28,7 @@ from saber.agent.memory._normalise import (
 )
 from saber.agent.memory.extract import strict_json
 from saber.agent.memory.gates import Rejection, check_memory_text
+from saber.language import has_han
 from saber.llm.base import ChatModel
 from saber.llm.types import Message
 
@@ -123,8 +124,7 @@ def _clauses(text: str) -> list[str]:
     return [c for c in (m.group().strip() for m in _CLAUSE.finditer(folded)) if c and not _QUESTION.search(c)]
 
 
-def _is_cjk(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+_is_cjk = has_han
 
 
 def _clean(value: str) -> str:

@@ -23,7 +23,6 @@ from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.agent.memory.history import DEFAULT_WINDOW, ShortTermHistory
 from saber.agent.memory.longterm import (
     DEFAULT_HALF_LIFE_DAYS,
-    DEFAULT_MERGE_THRESHOLD,
     AddOutcome,
     LongTermMemory,
     MemoryCandidate,
@@ -81,6 +80,10 @@ def _rejected_preference(key: str, rejection: Rejection) -> MemoryResult:
 
 
 class MemoryService:
+    """Per-user memory behind gates: the short-term conversation history, stated preferences
+    (language, city, units...) and long-term memories recalled by embedding similarity. The Agent
+    reads it before a turn and writes to it (in the background) after one."""
+
     def __init__(
         self,
         store: MemoryStore,
@@ -88,7 +91,8 @@ class MemoryService:
         *,
         model: ChatModel | None = None,
         history_window: int = DEFAULT_WINDOW,
-        merge_threshold: float = DEFAULT_MERGE_THRESHOLD,
+        merge_threshold: float | None = None,
+        min_relevance: float | None = None,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
         city_normaliser: CityNormaliser = known_city,
         clock: Callable[[], float] = time.time,
@@ -97,7 +101,8 @@ class MemoryService:
         self.model = model
         self.history_store = ShortTermHistory(store, window=history_window, clock=clock)
         self.longterm = LongTermMemory(
-            store, embedder, merge_threshold=merge_threshold, half_life_days=half_life_days, clock=clock
+            store, embedder, merge_threshold=merge_threshold, min_relevance=min_relevance,
+            half_life_days=half_life_days, clock=clock
         )
         self.city_normaliser = city_normaliser
         self._clock = clock
@@ -111,7 +116,8 @@ class MemoryService:
         embedder: Embedder | None = None,
         model: ChatModel | None = None,
         history_window: int = DEFAULT_WINDOW,
-        merge_threshold: float = DEFAULT_MERGE_THRESHOLD,
+        merge_threshold: float | None = None,
+        min_relevance: float | None = None,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
         pool_size: int | None = None,
     ) -> MemoryService:
@@ -130,7 +136,7 @@ class MemoryService:
             store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db",
                                       pool_size=pool_size)
         return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window,
-                   merge_threshold=merge_threshold, half_life_days=half_life_days)
+                   merge_threshold=merge_threshold, min_relevance=min_relevance, half_life_days=half_life_days)
 
     @classmethod
     def from_settings(
@@ -139,7 +145,8 @@ class MemoryService:
         return cls.open(
             home=settings.home, database_url=settings.database_url, embedder=embedder,
             model=model, history_window=settings.history_turns,
-            merge_threshold=settings.memory_merge_threshold, half_life_days=settings.memory_half_life_days,
+            merge_threshold=settings.memory_merge_threshold, min_relevance=settings.memory_min_relevance,
+            half_life_days=settings.memory_half_life_days,
             pool_size=settings.db_pool_size,
         )
 
@@ -248,13 +255,16 @@ class MemoryService:
         return _dedupe([_outcome_result(o) for o in outcomes])
 
     async def recall(
-        self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0, min_relevance: float | None = None
+        self, user_id: str, query: str, k: int = 3, *, min_similarity: float = -1.0, min_relevance: float | None = None,
+        relevant_only: bool = False,
     ) -> list[RecalledMemory]:
         """The user's ``k`` best memories for ``query``. For context in a prompt, pass
-        ``min_relevance=SUGGESTED_MIN_RELEVANCE`` so unrelated memories stay out."""
+        ``relevant_only=True`` so unrelated memories stay out (the threshold is the embedder's, or
+        ``memory.min_relevance``)."""
         check_user_id(user_id)
         return await asyncio.to_thread(
-            self.longterm.recall, user_id, query, k, min_similarity=min_similarity, min_relevance=min_relevance
+            self.longterm.recall, user_id, query, k, min_similarity=min_similarity, min_relevance=min_relevance,
+            relevant_only=relevant_only,
         )
 
     async def memories(self, user_id: str) -> list[MemoryRecord]:

@@ -13,6 +13,8 @@ from saber.agent.memory._sql import SQLMemoryStore
 
 
 class SQLiteMemoryStore(SQLMemoryStore):
+    """The memory store in a SQLite file (the default: ``saber.db`` under ``SABER_HOME``)."""
+
     def __init__(self, path: str | Path, *, pool_size: int | None = None) -> None:
         self.path = Path(path).expanduser()
         super().__init__(str(self.path), pool_size=pool_size)

@@ -29,6 +29,8 @@ class MemoryStoreError(Exception):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HistoryEntry:
+    """One message of a user's short-term conversation history."""
+
     role: HistoryRole
     content: str
     created_at: float
@@ -37,6 +39,8 @@ class HistoryEntry:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MemoryRecord:
+    """One long-term memory of a user: its text, importance, vector and when it was last used."""
+
     id: int
     user_id: str
     text: str
@@ -67,6 +71,9 @@ class NewMemory:
 
 @runtime_checkable
 class MemoryStore(Protocol):
+    """Where memory lives (history, preferences, long-term memories), per user: SQLite by default,
+    PostgreSQL with ``database_url``. Every method is scoped to one ``user_id``."""
+
     # history
     def append_history(self, user_id: str, role: HistoryRole, content: str, *, keep: int, now: float) -> None:
         """Append one message and drop the user's oldest beyond the last ``keep``."""

@@ -17,6 +17,7 @@ from saber.events import Error, RagResult, Step
 from saber.graph.agents import SubAgentTask
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
+from saber.language import has_han
 from saber.llm.base import ModelError
 from saber.rag.documents import Hit
 from saber.rag.engine import format_passages
@@ -57,7 +58,7 @@ def topic_of(goal: str) -> str:
 
 def rule_queries(goal: str) -> list[str]:
     topic = topic_of(goal)
-    if re.search(r"[\u3400-\u9fff]", topic):
+    if has_han(topic):
         return [topic, f"{topic} 概述", f"{topic} 最佳实践"]
     return [topic, f"{topic} overview", f"{topic} best practices"]
 

@@ -11,6 +11,9 @@ from saber.rag.embedder import Vectors
 
 @runtime_checkable
 class KnowledgeStore(Protocol):
+    """Where the knowledge base keeps documents, chunks and their vectors: ``SQLiteStore`` (default)
+    or the PostgreSQL/pgvector store; ``open_store(url)`` picks one."""
+
     kind: str
     """``sqlite`` or ``postgres``."""
 

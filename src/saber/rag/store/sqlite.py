@@ -18,6 +18,8 @@ from saber.rag.store.sql import SqlStore
 
 
 class SQLiteStore(SqlStore):
+    """The knowledge base in one SQLite file, with exact vector search in memory."""
+
     kind = "sqlite"
 
     def __init__(self, path: str | Path, *, pool_size: int | None = None) -> None:

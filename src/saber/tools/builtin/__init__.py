@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from saber.cities import CITIES, City, city_names, find_city, lookup_city
 from saber.tools.base import Tool
-from saber.tools.builtin.cities import CITIES, City, city_names, find_city, lookup_city
 from saber.tools.builtin.clock import make_time_tool, resolve_timezone
 from saber.tools.builtin.places import Place, PlaceResolver, UnknownPlaceError
 from saber.tools.builtin.search import make_search_tool

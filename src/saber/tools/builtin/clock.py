@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from saber.cities import City
 from saber.tools.base import Tool, tool
-from saber.tools.builtin.cities import City
 from saber.tools.builtin.places import (
     Place,
     PlaceResolver,
@@ -53,7 +53,7 @@ def resolve_timezone(text: str, *, default: str = "Asia/Shanghai") -> ResolvedZo
             raise UnknownPlaceError(raw)
     except UnknownPlaceError as exc:
         raise ToolArgumentError(f"get_time: {exc}", tool="get_time") from None
-    from saber.tools.builtin.cities import lookup_city
+    from saber.cities import lookup_city
 
     city = lookup_city(place.name) if place.kind == "city" else None
     return ResolvedZone(tz=place.tz, zone=place.timezone or "UTC", city=city)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from saber.tools.builtin.cities import SCAN_LIMIT, city_mentions
+from saber.cities import SCAN_LIMIT, city_mentions
 
 _ZONE = re.compile(
     r"(?<![A-Za-z0-9/])(?:"

@@ -21,8 +21,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from saber.cities import City, find_city, lookup_city
+from saber.language import has_han
 from saber.tools.builtin._http import make_client, request_json
-from saber.tools.builtin.cities import City, find_city, lookup_city
 from saber.tools.errors import ToolArgumentError, ToolError
 
 DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
@@ -173,8 +174,7 @@ class _GeoResponse(BaseModel):
     results: list[_GeoResult] = []
 
 
-def _has_cjk(text: str) -> bool:
-    return any("\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for ch in text)
+_has_cjk = has_han
 
 
 class PlaceResolver:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from saber.planner import PlaceholderError, references, substitute_placeholders
+from saber.graph.placeholders import PlaceholderError, references, substitute_placeholders
 
 
 def test_whole_value_placeholder_keeps_the_result_type() -> None:
