@@ -403,7 +403,8 @@ def _unexpected(exc: Exception) -> int:
     if isinstance(exc, typer.TyperException):  # typer's own click: unknown option or command, bad value
         print_error(exc.format_message())
         return exc.exit_code if exc.exit_code else EXIT_USAGE
-    if isinstance(exc, ConfigError):
+    db = sys.modules.get("saber.db.database")  # loaded if it raised: a database the settings name is unusable
+    if isinstance(exc, ConfigError) or (db is not None and isinstance(exc, db.DatabaseError)):
         print_error(str(exc))
         return EXIT_USAGE
     if isinstance(exc, BrokenPipeError):  # ``saber docs list | head``: the reader left, nothing to report

@@ -215,7 +215,10 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
             try:
                 db = Database(target, pool_size=pool_size or DEFAULT_POOL_SIZE, connect_timeout=connect_timeout)
             except OSError as exc:
-                raise DatabaseError(f"cannot create the database {target}: {exc}") from None
+                where = exc.filename if exc.filename is not None else target
+                reason = "exists and is not a folder (check SABER_HOME)" \
+                    if isinstance(exc, FileExistsError | NotADirectoryError) else (exc.strerror or str(exc))
+                raise DatabaseError(f"cannot create the database {target}: {where}: {reason}") from None
             try:
                 upgrade(db)
             except BaseException:
