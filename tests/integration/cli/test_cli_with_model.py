@@ -55,7 +55,8 @@ def test_ask_through_an_openai_compatible_endpoint(tmp_path: Path) -> None:
         assert answer == "东京现在的时间已查到；天气服务无法连接。"
         final = events[-1]["data"]
         assert final["answer"] == answer and final["model"] == "openai:fake-model" and final["usage"]["total_tokens"] > 0
-        generator = next(r for r in server.chat_requests if r.body.get("stream"))
+        generator = next(r for r in server.chat_requests  # the plan streams too: the answer's is the other stream
+                         if r.body.get("stream") and "任务规划器" not in r.body["messages"][0]["content"])
         prompt = generator.body["messages"][-1]["content"]
         assert "Asia/Tokyo" in prompt and "could not be reached" in prompt
         assert all(r.headers.get("authorization") == "Bearer sk-test" for r in server.chat_requests)
