@@ -67,6 +67,7 @@ from saber.rag.tools import knowledge_tools
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
 from saber.tools.index import ToolIndex
+from saber.tools.modules import configured_tools
 from saber.tools.registry import ToolRegistry
 from saber.tools.system import system_tools
 
@@ -135,6 +136,8 @@ class Agent:
         for t in knowledge_tools(engine):
             registry.register(t)
         for t in tools:
+            registry.register(t)
+        for t in configured_tools(self.settings.tools_modules):  # every process: API nodes and workers
             registry.register(t)
         if memory_model is None and self._owns_model and not is_no_model(self.model):
             memory_model = self.model
