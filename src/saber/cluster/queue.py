@@ -113,13 +113,14 @@ class RunQueue:
     # -- worker side ---------------------------------------------------------------------------
 
     def claim(self, worker: str) -> Claim | None:
-        """Take the next runnable run for ``worker``, or None."""
+        """Take the next runnable run for ``worker``, or None. A run whose lease ran out is taken
+        only by another worker: ``worker`` itself may still be running it (and will notice)."""
         with self.db.transaction() as tx:
             candidates = tx.execute(
                 f"SELECT q.task_id, q.user_id FROM run_queue q "
-                f"WHERE q.status = 'queued' OR (q.status = 'running' AND q.lease_until < {_NOW}) "
+                f"WHERE q.status = 'queued' OR (q.status = 'running' AND q.lease_until < {_NOW} AND q.worker <> ?) "
                 f"ORDER BY (SELECT count(*) FROM run_queue r WHERE r.user_id = q.user_id AND r.{_LIVE}), q.enqueued_at "
-                f"LIMIT 16 FOR UPDATE OF q SKIP LOCKED").fetchall()
+                f"LIMIT 16 FOR UPDATE OF q SKIP LOCKED", (worker,)).fetchall()
             checked: set[str] = set()
             for task_id, user_id in candidates:
                 if user_id in checked:

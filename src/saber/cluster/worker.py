@@ -15,6 +15,7 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,8 @@ class Worker:
         self._runs: dict[str, _Running] = {}
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._beats = ThreadPoolExecutor(1, thread_name_prefix="saber-worker-lease")
+        """The lease renewals' own thread: busy store calls in the shared pool cannot delay them."""
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -88,6 +91,7 @@ class Worker:
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            self._beats.shutdown(wait=False)
 
     async def _take_runs(self) -> None:
         while not self._stopping.is_set():
@@ -160,7 +164,7 @@ class Worker:
             await asyncio.sleep(self.queue.lease_seconds / 3.0)
             ids = list(self._runs)
             try:
-                held = await asyncio.to_thread(self.queue.renew, self.name, ids)
+                held = await asyncio.get_running_loop().run_in_executor(self._beats, self.queue.renew, self.name, ids)
             except Exception:
                 log.exception("renewing the run leases failed")
                 continue
@@ -227,6 +231,12 @@ class Worker:
                         running.agent_task_seen = self.agent.cancel(claim.task_id)
                     if running.lost:
                         return "cancelled"
+                    if event.type == "error" and _held_elsewhere(event.data):
+                        # the checkpoint is still leased to a worker that lost this run but has not
+                        # noticed yet: leave the run to the queue's lease; it is taken again after it
+                        running.lost = True
+                        self.agent.cancel(claim.task_id)
+                        return "cancelled"
                     if event.type == "done":
                         if running.handing_back:
                             return "cancelled"
@@ -264,6 +274,10 @@ class Worker:
 
 def _interrupted(claim: Claim) -> dict[str, Any]:
     return Done(answer="", mode=str(claim.request.get("mode") or "chat"), task_id=claim.task_id, interrupted=True).data
+
+
+def _held_elsewhere(error: dict[str, Any]) -> bool:
+    return error.get("where") == "checkpoint" and "running in another process" in str(error.get("message", ""))
 
 
 def _text(value: Any) -> str:
