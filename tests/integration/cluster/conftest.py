@@ -41,6 +41,24 @@ def pg_url(pgvector_admin_url: str) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
+ADMIN_URL = os.environ.get("SABER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture
+def plain_pg_url() -> Iterator[str]:
+    """A fresh database on the machine's PostgreSQL (no pgvector needed: the queue alone), dropped afterwards."""
+    import psycopg
+
+    name = f"saber_queue_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        yield ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
 @pytest.fixture
 def redis_prefix() -> Iterator[str]:
     """A key prefix of this test's own on the machine's Redis; its keys are deleted afterwards."""
