@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from cluster_helpers import REDIS_URL, Cluster, cluster_env, plan_reply, sse
+from cluster_helpers import REDIS_URL, Cluster, cluster_env, free_port, plan_reply, sse
 
 from saber.testing import FakeOpenAIServer
 
@@ -43,3 +44,26 @@ def test_a_request_runs_on_a_worker_and_streams_from_any_node(cluster: Cluster) 
     assert replay == events[2:]
     metrics = httpx.get(api_a + "/metrics").text
     assert 'saber_http_requests_total{method="POST",route="/api/chat/stream",status="200"}' in metrics
+
+
+def test_sigterm_hands_a_run_back_and_another_worker_finishes_it(cluster: Cluster) -> None:
+    cluster.env["SABER_CLUSTER_WORKER_GRACE"] = "0.5"
+    api = cluster.api()
+    first = cluster.worker(1)
+    body = {"message": "job ts of bob steps 2 slow", "mode": "react", "user_id": "bob", "task_id": "ts"}
+    events: list[tuple[int, str, dict[str, object]]] = []
+    with httpx.Client(timeout=120) as client, client.stream("POST", api + "/api/chat/stream", json=body) as r:
+        for event in sse(r):
+            events.append(event)
+            if event[1] == "node_start" and first.poll() is None:
+                first.send_signal(signal.SIGTERM)
+                assert first.wait(60) == 0
+                port = free_port()
+                cluster.worker(1, "--metrics-port", str(port))
+    assert events[-1][1] == "done" and events[-1][2]["interrupted"] is False, events[-3:]
+    assert [e[0] for e in events] == list(range(1, len(events) + 1))
+    assert "0 run(s) finished, 1 handed back" in cluster.output(first)
+    metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    for line in ('saber_runs_total{mode="react",outcome="done"} 1.0', "saber_runs_taken_over_total 1.0",
+                 'saber_node_duration_seconds_count{status="done",tool="witness"}', "saber_queue_wait_seconds_count 1.0"):
+        assert line in metrics, line
