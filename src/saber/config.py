@@ -255,6 +255,9 @@ class Settings(BaseSettings):
     """Requests one user may have queued or running; more are answered 429."""
     cluster_worker_grace: float = Field(30.0, ge=0)
     """Seconds a worker told to stop (SIGTERM) lets its runs finish before handing them back."""
+    otel_endpoint: str | None = None
+    """OTLP/HTTP endpoint (``http://collector:4318``) for OpenTelemetry traces; off when unset."""
+    otel_service_name: str = "saber"
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 
 from saber.agent import Agent
 from saber.agent.validation import check_query, check_selected_tools, check_task_id, check_user_id
-from saber.cluster import metrics
+from saber.cluster import metrics, tracing
 from saber.cluster.eventstream import RedisEventLog, StreamTakenOver, StreamWriter
 from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
 from saber.cluster.signals import request_cancel, wake_channel
@@ -87,8 +87,9 @@ class ClusterRunManager(RunManager):
         request = dict(spec or {})
         _check(self.agent, self.settings, run, request)
         try:
-            await asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id, kind=run.kind,
-                                    request=request)
+            with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
+                await asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id, kind=run.kind,
+                                        request=request, trace=tracing.traceparent())
         except DuplicateTask as exc:
             raise ApiError(409, "conflict", str(exc)) from None
         except QueueFull as exc:

@@ -85,5 +85,5 @@ class HttpMetrics:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = scope.get("route")
-            HTTP_REQUESTS.labels(scope.get("method", ""), getattr(route, "path", "unmatched"), str(status)).inc()
+            route = getattr(scope.get("route"), "path", "unmatched")
+            HTTP_REQUESTS.labels(scope.get("method", ""), route, str(status)).inc()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from saber.agent import Agent
+from saber.cluster import tracing
 from saber.cluster.api import ClusterRunManager
 from saber.cluster.queue import RunQueue
 from saber.cluster.signals import check_redis, open_redis
@@ -32,6 +33,7 @@ class Cluster:
         """Reach PostgreSQL (migrating it) and Redis; a ConfigError says which one failed."""
         if not settings.database_url:
             raise ValueError("the distributed mode needs database_url (SABER_DATABASE_URL)")
+        tracing.setup(settings)
         db = await asyncio.to_thread(open_database, settings.database_url, pool_size=settings.db_pool_size)
         redis = open_redis(settings)
         try:

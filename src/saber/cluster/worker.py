@@ -24,7 +24,7 @@ from redis.asyncio import Redis
 from saber.agent import Agent
 from saber.agent.modes.react import TASK_KIND
 from saber.agent.tasks import RESUMABLE
-from saber.cluster import metrics
+from saber.cluster import metrics, tracing
 from saber.cluster.eventstream import StreamTakenOver, StreamWriter
 from saber.cluster.queue import Claim, RunQueue
 from saber.cluster.signals import cancel_channel, cancel_key, wake_channel
@@ -192,7 +192,10 @@ class Worker:
                 await writer.append("done", _interrupted(claim), final=True)
                 status = "cancelled"
             else:
-                status = await self._stream(running, writer)
+                with tracing.span("invoke_agent saber", kind="CONSUMER", parent=claim.trace,
+                                  **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "saber",
+                                     "saber.task_id": claim.task_id, "saber.attempt": claim.attempts}) as run_span:
+                    status = await self._stream(running, writer, tracing.RunSpans(run_span))
         except StreamTakenOver as exc:
             running.lost = True
             log.warning("%s", exc)
@@ -220,7 +223,7 @@ class Worker:
         except Exception:  # the lease runs out and another worker settles it
             log.exception("settling run %s in the queue failed", task_id)
 
-    async def _stream(self, running: _Running, writer: StreamWriter) -> str:
+    async def _stream(self, running: _Running, writer: StreamWriter, spans: tracing.RunSpans) -> str:
         claim = running.claim
         observer = metrics.RunObserver()
         source = await self._source(claim)
@@ -241,9 +244,11 @@ class Worker:
                         if running.handing_back:
                             return "cancelled"
                         observer.observe(event.type, event.data)
+                        spans.observe(event.type, event.data)
                         await writer.append(event.type, event.data, final=True)
                         return "cancelled" if event.data.get("interrupted") else "done"
                     observer.observe(event.type, event.data)
+                    spans.observe(event.type, event.data)
                     await writer.append(event.type, event.data)
         except ValueError as exc:  # the request itself was refused (a task id in use, a finished task)
             await writer.append("error", {"message": str(exc), "where": "worker"})
