@@ -18,11 +18,12 @@ from typing import Any
 from redis.asyncio import Redis
 
 from saber.agent import Agent
+from saber.agent.tasks import resumable_task
 from saber.agent.validation import check_query, check_selected_tools, check_task_id, check_user_id
 from saber.cluster import metrics, tracing
 from saber.cluster.eventstream import RedisEventLog, StreamTakenOver, StreamWriter
 from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
-from saber.cluster.signals import request_cancel, wake_channel
+from saber.cluster.signals import cancel_key, request_cancel, wake_channel
 from saber.config import Settings
 from saber.events import Done
 from saber.server.errors import ApiError
@@ -39,8 +40,8 @@ class ClusterRunManager(RunManager):
         self.prefix = settings.cluster_redis_prefix
         self._known: OrderedDict[str, TaskRun] = OrderedDict()
 
-    def _log(self, task_id: str) -> RedisEventLog:
-        return RedisEventLog(self.redis, self.prefix, task_id)
+    def _log(self, task_id: str, floor: int = 0) -> RedisEventLog:
+        return RedisEventLog(self.redis, self.prefix, task_id, floor=floor)
 
     def _remember(self, run: TaskRun) -> None:
         self._known[run.task_id] = run
@@ -71,7 +72,7 @@ class ClusterRunManager(RunManager):
             return None
         run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"],
                       query=str(row["request"].get("message", "")), started=float(row["enqueued_at"]),
-                      log=self._log(task_id))
+                      log=self._log(task_id, floor=int(row["request"].get("after") or 0)))
         await run.log.load()  # type: ignore[attr-defined]
         self._remember(run)
         return run
@@ -86,6 +87,10 @@ class ClusterRunManager(RunManager):
         self.admit(run.user_id)
         request = dict(spec or {})
         _check(self.agent, self.settings, run, request)
+        if run.kind == "resume":  # refused here as the in-process server refuses it: a 409 before any stream
+            await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
+        request["after"] = await self._log(run.task_id).last_seq()  # a resumed task's earlier events
+        await self.redis.delete(cancel_key(self.prefix, run.task_id))  # a cancel of an earlier run is spent
         try:
             with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
                 await asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id, kind=run.kind,
@@ -95,7 +100,7 @@ class ClusterRunManager(RunManager):
         except QueueFull as exc:
             raise ApiError(429, "too_many_requests", f"{exc}: wait for one to finish (or cancel it)",
                            headers={"Retry-After": "1"}) from None
-        run.log = self._log(run.task_id)
+        run.log = self._log(run.task_id, floor=int(request["after"]))
         self._remember(run)
         await self.redis.publish(wake_channel(self.prefix), run.task_id)
         return run

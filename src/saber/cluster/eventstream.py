@@ -76,9 +76,11 @@ class RedisEventLog(EventLog):
     """The server's event log read from Redis. ``events`` mirrors what this node has read (for
     ``last`` and the JSON answer); ``follow`` reads Redis itself, from any position."""
 
-    def __init__(self, redis: Redis, prefix: str, task_id: str, *, block_ms: int = 1000) -> None:
+    def __init__(self, redis: Redis, prefix: str, task_id: str, *, block_ms: int = 1000, floor: int = 0) -> None:
+        """``floor``: where this run's events start in the task's stream (a resumed task's stream
+        holds its earlier runs' events before it)."""
         super().__init__()
-        self.redis, self.key, self.block_ms = redis, stream_key(prefix, task_id), block_ms
+        self.redis, self.key, self.block_ms, self.floor = redis, stream_key(prefix, task_id), block_ms, floor
 
     def append(self, type_: str, data: dict[str, Any]) -> LoggedEvent:
         raise RuntimeError("a Redis event log is written by the worker running the task")
@@ -92,14 +94,14 @@ class RedisEventLog(EventLog):
 
     async def load(self) -> None:
         """Read everything the stream holds now into ``events``."""
-        after = self.events[-1].seq if self.events else 0
+        after = self.events[-1].seq if self.events else self.floor
         entries: Any = await self.redis.xrange(self.key, min=f"({after}-1")
         for entry_id, fields in entries:
             self._mirror(*_decode(entry_id, fields))
 
     async def follow(self, after: int = 0) -> AsyncIterator[LoggedEvent]:
         """Every event with a sequence number above ``after``, then new ones, until the run's end."""
-        position = f"{max(0, after)}-1"
+        position = f"{max(0, after, self.floor)}-1"
         while True:
             reply: Any = await self.redis.xread({self.key: position}, block=self.block_ms, count=256)
             if not reply and await self._ended_before(position):
@@ -113,10 +115,14 @@ class RedisEventLog(EventLog):
                     if final:
                         return
 
+    async def last_seq(self) -> int:
+        last = await self.redis.xrevrange(self.key, count=1)
+        return _decode(last[0][0], last[0][1])[0].seq if last else 0
+
     async def _ended_before(self, position: str) -> bool:
         """The run's last entry is at or before ``position``: nothing more will come."""
         last = await self.redis.xrevrange(self.key, count=1)
         if not last:
             return False
         event, final = _decode(last[0][0], last[0][1])
-        return final and event.seq <= int(position.split("-", 1)[0])
+        return final and self.floor < event.seq <= int(position.split("-", 1)[0])

@@ -70,6 +70,8 @@ class RunQueue:
             row = tx.execute("SELECT status FROM run_queue WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
             if row is not None and row[0] in ("queued", "running"):
                 raise DuplicateTask(f"task {task_id!r} is already {row[0]}")
+            if row is not None and kind != "resume":
+                raise DuplicateTask(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
             waiting = tx.execute("SELECT count(*) FROM run_queue WHERE user_id = ? AND status IN ('queued', 'running')",
                                  (user_id,)).fetchone()[0]
             if waiting >= self.max_waiting_per_user:

@@ -45,7 +45,7 @@ class _Running:
     cancel_requested: bool = False
     handing_back: bool = False
     lost: bool = False
-    agent_task_seen: bool = False
+    cancel_sent: bool = False
 
 
 @dataclass(kw_only=True)
@@ -128,7 +128,7 @@ class Worker:
         log.warning("handing %d run(s) back to the queue", len(pending))
         for running in list(self._runs.values()):
             running.handing_back = True
-            self.agent.cancel(running.claim.task_id)
+            self._stop_run(running)
         await asyncio.wait(pending, timeout=30)
 
     # -- signals -------------------------------------------------------------------------------
@@ -157,7 +157,13 @@ class Worker:
         running = self._runs.get(task_id)
         if running is not None:
             running.cancel_requested = True
-            self.agent.cancel(task_id)
+            self._stop_run(running)
+
+    def _stop_run(self, running: _Running) -> None:
+        """Cancel the agent's request, once: a second cancel would interrupt its own clean-up
+        (saving the checkpoint as cancelled, which a resume needs)."""
+        if not running.cancel_sent:
+            running.cancel_sent = self.agent.cancel(running.claim.task_id)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -174,7 +180,7 @@ class Worker:
                     log.warning("run %s was taken over by another worker; stopping it here", task_id)
                     running.lost = True
                     self.stats.lost += 1
-                    self.agent.cancel(task_id)
+                    self._stop_run(running)
 
     # -- one run -------------------------------------------------------------------------------
 
@@ -186,7 +192,7 @@ class Worker:
         status = "done"
         try:
             await writer.open()
-            if writer.ended and claim.attempts > 1:
+            if writer.ended and writer.seq > int(claim.request.get("after") or 0) and claim.attempts > 1:
                 pass  # the worker before wrote the run's end, then died before saying so to the queue
             elif await self.redis.exists(cancel_key(self.prefix, claim.task_id)):
                 await writer.append("done", _interrupted(claim), final=True)
@@ -227,26 +233,23 @@ class Worker:
         claim = running.claim
         observer = metrics.RunObserver()
         source = await self._source(claim)
+        done: Event | None = None
         try:
             async with contextlib.aclosing(source) as events:  # type: ignore[type-var]
                 async for event in events:
-                    if running.cancel_requested and not running.agent_task_seen:
-                        running.agent_task_seen = self.agent.cancel(claim.task_id)
+                    if running.cancel_requested:  # it may have arrived before the request began
+                        self._stop_run(running)
                     if running.lost:
                         return "cancelled"
                     if event.type == "error" and _held_elsewhere(event.data):
                         # the checkpoint is still leased to a worker that lost this run but has not
                         # noticed yet: leave the run to the queue's lease; it is taken again after it
                         running.lost = True
-                        self.agent.cancel(claim.task_id)
+                        self._stop_run(running)
                         return "cancelled"
                     if event.type == "done":
-                        if running.handing_back:
-                            return "cancelled"
-                        observer.observe(event.type, event.data)
-                        spans.observe(event.type, event.data)
-                        await writer.append(event.type, event.data, final=True)
-                        return "cancelled" if event.data.get("interrupted") else "done"
+                        done = event  # written once the agent's request has wound down (its checkpoint says how it ended)
+                        break
                     observer.observe(event.type, event.data)
                     spans.observe(event.type, event.data)
                     await writer.append(event.type, event.data)
@@ -254,6 +257,11 @@ class Worker:
             await writer.append("error", {"message": str(exc), "where": "worker"})
             await writer.append("done", _interrupted(claim), final=True)
             return "cancelled"
+        if done is not None and not (running.handing_back or running.lost):
+            observer.observe(done.type, done.data)
+            spans.observe(done.type, done.data)
+            await writer.append(done.type, done.data, final=True)
+            return "cancelled" if done.data.get("interrupted") else "done"
         if running.handing_back or running.lost:
             return "cancelled"
         await writer.append("done", _interrupted(claim), final=True)  # a stream that ended without done

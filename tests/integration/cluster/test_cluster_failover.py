@@ -156,3 +156,13 @@ def test_a_cancel_sent_to_one_node_stops_the_task_on_its_worker(cluster: Cluster
     assert seen[-1][1] == "done" and seen[-1][2]["interrupted"] is True, seen[-1]
     steps = [(line["step"], line["at"]) for line in witness_lines(cluster)]
     assert steps == [("n1", "start")], "the running step was cut short and no later step started"
+
+    # resumed from the other node: it goes on from its checkpoint
+    with httpx.stream("POST", api_b + "/api/tasks/tc/resume", params={"user_id": "u5"}, timeout=60) as r:
+        assert r.status_code == 200, r.read()
+        resumed = list(sse(r))
+    assert [e[0] for e in resumed] == list(range(seen[-1][0] + 1, seen[-1][0] + 1 + len(resumed))), "numbered on"
+    assert resumed[0][1] == "start" and resumed[-1][1] == "done" and resumed[-1][2]["interrupted"] is False
+    assert [e[2]["tool"] for e in resumed if e[1] == "node_start"] == ["witness"] * 3, [(e[1], str(e[2])[:150]) for e in resumed]
+    r = httpx.post(api_a + "/api/tasks/tc/resume", params={"user_id": "u5"}, timeout=30)
+    assert r.status_code == 409 and "already finished" in r.text, r.text

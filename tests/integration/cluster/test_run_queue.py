@@ -86,7 +86,9 @@ def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> Non
     assert queue.get("t1")["status"] == "queued"  # type: ignore[index]
     assert queue.cancel_waiting("t1")
     assert queue.claim("w2") is None
-    add(queue, "t1", "alice")  # a finished id may be queued again (a resume)
+    with pytest.raises(DuplicateTask, match="already exists"):
+        add(queue, "t1", "alice")
+    queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})  # a finished task may be resumed
     for i in range(4):
         add(queue, f"x{i}", "alice")
     with pytest.raises(QueueFull, match="5 request"):
