@@ -27,4 +27,4 @@ async def witness(task: str, user: str, step: str, seconds: float = 0.4) -> str:
     _write({"e": execution, "task": task, "user": user, "step": step, "at": "start", "t": time.time(), "pid": os.getpid()})
     await asyncio.sleep(seconds)
     _write({"e": execution, "task": task, "user": user, "step": step, "at": "end", "t": time.time(), "pid": os.getpid()})
-    return f"{step} done"
+    return f"{step} done by execution {execution}"
