@@ -67,18 +67,18 @@ class RunQueue:
         ``DuplicateTask``; a finished one is queued again (``kind`` resume)."""
         with self.db.transaction() as tx:
             tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + user_id,))
-            row = tx.execute("SELECT status FROM run_queue WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
+            row = tx.execute("SELECT status FROM saber_run_queue WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
             if row is not None and row[0] in ("queued", "running"):
                 raise DuplicateTask(f"task {task_id!r} is already {row[0]}")
             if row is not None and kind != "resume":
                 raise DuplicateTask(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
-            waiting = tx.execute("SELECT count(*) FROM run_queue WHERE user_id = ? AND status IN ('queued', 'running')",
+            waiting = tx.execute("SELECT count(*) FROM saber_run_queue WHERE user_id = ? AND status IN ('queued', 'running')",
                                  (user_id,)).fetchone()[0]
             if waiting >= self.max_waiting_per_user:
                 raise QueueFull(f"user {user_id!r} already has {waiting} request(s) queued or running")
             now = tx.execute(f"SELECT {_NOW}").fetchone()[0]
-            tx.execute("DELETE FROM run_queue WHERE task_id = ?", (task_id,))
-            tx.execute("INSERT INTO run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
+            tx.execute("DELETE FROM saber_run_queue WHERE task_id = ?", (task_id,))
+            tx.execute("INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
                        "VALUES (?, ?, ?, ?, 'queued', ?, 0, ?)",
                        (task_id, user_id, kind, json.dumps(request), now, trace))
         return float(now)
@@ -86,7 +86,7 @@ class RunQueue:
     def get(self, task_id: str) -> dict[str, Any] | None:
         with self.db.transaction() as tx:
             row = tx.execute("SELECT task_id, user_id, kind, request, status, enqueued_at, worker, attempts "
-                             "FROM run_queue WHERE task_id = ?", (task_id,)).fetchone()
+                             "FROM saber_run_queue WHERE task_id = ?", (task_id,)).fetchone()
         if row is None:
             return None
         keys = ("task_id", "user_id", "kind", "request", "status", "enqueued_at", "worker", "attempts")
@@ -98,18 +98,18 @@ class RunQueue:
         """Mark a run no worker holds cancelled (queued, or running under an expired lease); True
         if it was one. A run a live worker holds is cancelled through that worker instead."""
         with self.db.transaction() as tx:
-            done = tx.execute(f"UPDATE run_queue SET status = 'cancelled', finished_at = {_NOW}, worker = NULL "
+            done = tx.execute(f"UPDATE saber_run_queue SET status = 'cancelled', finished_at = {_NOW}, worker = NULL "
                               f"WHERE task_id = ? AND (status = 'queued' OR (status = 'running' AND lease_until < {_NOW}))",
                               (task_id,))
             return done.rowcount > 0
 
     def depth(self) -> int:
         with self.db.transaction() as tx:
-            return int(tx.execute("SELECT count(*) FROM run_queue WHERE status = 'queued'").fetchone()[0])
+            return int(tx.execute("SELECT count(*) FROM saber_run_queue WHERE status = 'queued'").fetchone()[0])
 
     def running_by_user(self) -> dict[str, int]:
         with self.db.transaction() as tx:
-            rows = tx.execute(f"SELECT user_id, count(*) FROM run_queue WHERE {_LIVE} GROUP BY user_id").fetchall()
+            rows = tx.execute(f"SELECT user_id, count(*) FROM saber_run_queue WHERE {_LIVE} GROUP BY user_id").fetchall()
         return {str(u): int(n) for u, n in rows}
 
     # -- worker side ---------------------------------------------------------------------------
@@ -119,9 +119,9 @@ class RunQueue:
         only by another worker: ``worker`` itself may still be running it (and will notice)."""
         with self.db.transaction() as tx:
             candidates = tx.execute(
-                f"SELECT q.task_id, q.user_id FROM run_queue q "
+                f"SELECT q.task_id, q.user_id FROM saber_run_queue q "
                 f"WHERE q.status = 'queued' OR (q.status = 'running' AND q.lease_until < {_NOW} AND q.worker <> ?) "
-                f"ORDER BY (SELECT count(*) FROM run_queue r WHERE r.user_id = q.user_id AND r.{_LIVE}), q.enqueued_at "
+                f"ORDER BY (SELECT count(*) FROM saber_run_queue r WHERE r.user_id = q.user_id AND r.{_LIVE}), q.enqueued_at "
                 f"LIMIT 16 FOR UPDATE OF q SKIP LOCKED", (worker,)).fetchall()
             checked: set[str] = set()
             for task_id, user_id in candidates:
@@ -129,12 +129,12 @@ class RunQueue:
                     continue
                 checked.add(user_id)
                 tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + user_id,))
-                running = tx.execute(f"SELECT count(*) FROM run_queue WHERE user_id = ? AND task_id <> ? AND {_LIVE}",
+                running = tx.execute(f"SELECT count(*) FROM saber_run_queue WHERE user_id = ? AND task_id <> ? AND {_LIVE}",
                                      (user_id, task_id)).fetchone()[0]
                 if running >= self.max_running_per_user:
                     continue
                 row = tx.execute(
-                    f"UPDATE run_queue SET status = 'running', worker = ?, attempts = attempts + 1, "
+                    f"UPDATE saber_run_queue SET status = 'running', worker = ?, attempts = attempts + 1, "
                     f"started_at = {_NOW}, lease_until = {_NOW} + ? WHERE task_id = ? "
                     f"RETURNING kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
                     (worker, self.lease_seconds, task_id)).fetchone()
@@ -148,7 +148,7 @@ class RunQueue:
         if not task_ids:
             return set()
         with self.db.transaction() as tx:
-            rows = tx.execute(f"UPDATE run_queue SET lease_until = {_NOW} + ? "
+            rows = tx.execute(f"UPDATE saber_run_queue SET lease_until = {_NOW} + ? "
                               "WHERE worker = ? AND status = 'running' AND task_id = ANY(?) RETURNING task_id",
                               (self.lease_seconds, worker, task_ids)).fetchall()
         return {r[0] for r in rows}
@@ -156,13 +156,13 @@ class RunQueue:
     def finish(self, worker: str, task_id: str, status: str) -> bool:
         """``status``: done | cancelled. False if the run was no longer ``worker``'s."""
         with self.db.transaction() as tx:
-            done = tx.execute(f"UPDATE run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL "
+            done = tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL "
                               "WHERE task_id = ? AND worker = ? AND status = 'running'", (status, task_id, worker))
             return done.rowcount > 0
 
     def hand_back(self, worker: str, task_id: str) -> bool:
         """Put a run ``worker`` stops (it is shutting down) back in the queue for another worker."""
         with self.db.transaction() as tx:
-            done = tx.execute("UPDATE run_queue SET status = 'queued', worker = NULL, lease_until = NULL "
+            done = tx.execute("UPDATE saber_run_queue SET status = 'queued', worker = NULL, lease_until = NULL "
                               "WHERE task_id = ? AND worker = ? AND status = 'running'", (task_id, worker))
             return done.rowcount > 0
