@@ -25,7 +25,7 @@ from saber.agent import Agent
 from saber.agent.modes.react import TASK_KIND
 from saber.agent.tasks import RESUMABLE
 from saber.cluster import metrics, tracing
-from saber.cluster.eventstream import RedisEventLog, StreamTakenOver, StreamWriter
+from saber.cluster.eventstream import StreamTakenOver, StreamWriter
 from saber.cluster.queue import Claim, RunQueue
 from saber.cluster.signals import cancel_channel, cancel_key, wake_channel
 from saber.config import Settings
@@ -194,8 +194,6 @@ class Worker:
             await writer.open()
             if writer.ended and writer.seq > int(claim.request.get("after") or 0) and claim.attempts > 1:
                 pass  # the worker before wrote the run's end, then died before saying so to the queue
-            elif claim.attempts > 1 and await self._answered(claim):
-                await writer.append("done", await self._streamed_answer(claim, writer), final=True)
             elif await self.redis.exists(cancel_key(self.prefix, claim.task_id)):
                 await writer.append("done", _interrupted(claim), final=True)
                 status = "cancelled"
@@ -271,6 +269,8 @@ class Worker:
 
     async def _source(self, claim: Claim) -> AsyncIterator[Event]:
         request = claim.request
+        if claim.attempts > 1:
+            await self._reopen_answer(claim)
         if claim.kind == "resume" or (claim.attempts > 1 and await self._resumable(claim.task_id)):
             return self.agent.resume(claim.task_id, user_id=claim.user_id)
         history = request.get("history")
@@ -279,21 +279,14 @@ class Worker:
             selected_tools=request.get("selected_tools"), use_rag=request.get("use_rag"), task_id=claim.task_id,
             history=[Message(role=m["role"], content=m["content"]) for m in history] if history is not None else None)
 
-    async def _answered(self, claim: Claim) -> bool:
-        """The react task's checkpoint says its answer was written: the worker before died after
-        answering but before its ``done`` reached Redis."""
+    async def _reopen_answer(self, claim: Claim) -> None:
+        """The react task's checkpoint says its answer was written, yet its ``done`` never reached
+        Redis (the worker died in between, its last events unsent): the answer is written again by
+        a resume (the steps are not run again). The answer is not kept anywhere else."""
         store = self.agent.services.checkpoints
         saved = await store.load(claim.task_id) if store is not None else None
-        return saved is not None and saved.meta.get("kind") == TASK_KIND and saved.status in ("done", "failed")
-
-    async def _streamed_answer(self, claim: Claim, writer: StreamWriter) -> dict[str, Any]:
-        """``done`` for such a run: its answer as the dead worker streamed it (the tokens after the
-        run's last ``start``); the answer itself is not kept anywhere else."""
-        log_ = RedisEventLog(self.redis, self.prefix, claim.task_id, floor=int(claim.request.get("after") or 0))
-        await log_.load()
-        starts = [i for i, e in enumerate(log_.events) if e.type == "start"]
-        tokens = [str(e.data.get("content", "")) for e in log_.events[starts[-1] if starts else 0:] if e.type == "token"]
-        return Done(answer="".join(tokens), mode="react", task_id=claim.task_id).data
+        if store is not None and saved is not None and saved.meta.get("kind") == TASK_KIND and saved.status in ("done", "failed"):
+            await store.set_status(claim.task_id, "answering")
 
     async def _resumable(self, task_id: str) -> bool:
         store = self.agent.services.checkpoints
