@@ -50,6 +50,7 @@ from saber.agent.validation import (
     limit_answer,
 )
 from saber.approvals import ApprovalBroker
+from saber.cluster.tracing import TracedModel
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
 from saber.graph.approval import approving_with
@@ -142,7 +143,7 @@ class Agent:
         if memory_model is None and self._owns_model and not is_no_model(self.model):
             memory_model = self.model
         limits = limits_from_settings(self.settings)
-        self._guarded = GuardedModel(self.model, limits)  # every call bounded; any failure a ModelError
+        self._guarded = GuardedModel(TracedModel(self.model), limits)  # every call bounded; any failure a ModelError
         if memory_model is not None:
             memory_model = GuardedModel(memory_model, limits, purpose="extraction")
         self.services = Services(

@@ -6,8 +6,8 @@ stored with the queued run (W3C ``traceparent``) and the worker's run span conti
 the HTTP request (FastAPI makes it, with its dependency and endpoint spans), the enqueue, the run (``invoke_agent``), and per graph node one span with a
 tool-call span inside (``execute_tool``), built from the run's events; the run span carries the
 GenAI semantic-convention attributes (``gen_ai.operation.name``, ``gen_ai.request.model``,
-``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``). Model calls have no span of their
-own yet: their tokens are summed on the run span.
+``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``), and each model call a ``chat``
+span (``TracedModel``, wrapped around the agent's model) with its own model and tokens.
 
 Without the extra installed and nothing configured, every function here is a cheap no-op.
 """
@@ -130,3 +130,64 @@ class RunSpans:
             call.set_status(trace.Status(trace.StatusCode.ERROR, str(data.get("error") or data.get("status"))))
         call.end(end_time=end)
         node.end(end_time=end)
+
+
+class TracedModel:
+    """Wraps a chat model: while tracing is on, a ``chat`` span per call with the GenAI attributes
+    (``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``); otherwise the
+    calls pass straight through."""
+
+    def __init__(self, model: Any) -> None:
+        self.wrapped = model
+        self.name = model.name
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self.wrapped, item)
+
+    def _attributes(self) -> dict[str, Any]:
+        return {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.name}
+
+    async def complete(self, messages: Any, **options: Any) -> Any:
+        from saber.llm.limits import max_tokens_kwarg
+
+        extra = max_tokens_kwarg(self.wrapped.complete, options.pop("max_tokens", None))
+        if not _enabled:
+            return await self.wrapped.complete(messages, **options, **extra)
+        with span(f"chat {self.name}", kind="CLIENT", **self._attributes()) as current:
+            completion = await self.wrapped.complete(messages, **options, **extra)
+            _usage(current, completion.usage, completion.model)
+            return completion
+
+    async def stream(self, messages: Any, **options: Any) -> Any:
+        from saber.llm.limits import max_tokens_kwarg
+        from saber.llm.types import StreamEnd
+
+        extra = max_tokens_kwarg(self.wrapped.stream, options.pop("max_tokens", None))
+        if not _enabled:
+            async for chunk in self.wrapped.stream(messages, **options, **extra):
+                yield chunk
+            return
+        # not made current: a generator may be closed from another task than the one it began in
+        current = _tracer().start_span(f"chat {self.name}", kind=_kind("CLIENT"), attributes=self._attributes())
+        try:
+            async for chunk in self.wrapped.stream(messages, **options, **extra):
+                if isinstance(chunk, StreamEnd):
+                    _usage(current, chunk.usage, None)
+                yield chunk
+        finally:
+            current.end()
+
+
+def _kind(name: str) -> Any:
+    from opentelemetry import trace
+
+    return getattr(trace.SpanKind, name)
+
+
+def _usage(current: Any, usage: Any, model: str | None) -> None:
+    if current is None:
+        return
+    current.set_attribute("gen_ai.usage.input_tokens", int(usage.prompt_tokens))
+    current.set_attribute("gen_ai.usage.output_tokens", int(usage.completion_tokens))
+    if model:
+        current.set_attribute("gen_ai.response.model", model)

@@ -81,6 +81,13 @@ async def test_one_trace_runs_from_the_request_through_the_queue_to_the_worker(
     assert call.attributes["gen_ai.operation.name"] == "execute_tool"  # type: ignore[index]
     assert call.attributes["gen_ai.tool.name"] == "lookup"  # type: ignore[index]
     assert invoke.attributes["saber.mode"] == "react"  # type: ignore[index]
+    chats = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    assert len(chats) == 2, "a span per model call: the plan and the answer"
+    for chat in chats:
+        assert chat.context.trace_id == request.context.trace_id
+        assert chat.attributes["gen_ai.operation.name"] == "chat"  # type: ignore[index]
+        assert chat.attributes["gen_ai.request.model"] == model.name  # type: ignore[index]
+        assert "gen_ai.usage.input_tokens" in chat.attributes  # type: ignore[operator]
     text = exposition()[0].decode()
     assert 'saber_node_duration_seconds_count{status="done",tool="lookup"}' in text
     assert "saber_queue_wait_seconds_count" in text
