@@ -36,6 +36,7 @@ from saber.clikit.output import (
     write_raw,
 )
 from saber.clikit.render import JsonRenderer, RichRenderer
+from saber.cluster.worker_cli import worker_command
 from saber.db.cli import db_app
 from saber.knowledge_cli import docs_app, ingest_command
 from saber.mcp.cli import mcp_app
@@ -74,6 +75,7 @@ app.add_typer(docs_app, name="docs")
 app.add_typer(db_app, name="db")
 app.add_typer(model_app, name="model")
 app.command("serve", help="Run the HTTP API: REST + SSE, and OpenAI-compatible /v1.")(serve_command)
+app.command("worker", help="Run queued requests (distributed mode).")(worker_command)
 app.command("approve", help="Approve a step that waits for your yes.")(approve_command)
 app.command("deny", help="Deny a step that waits for your yes.")(deny_command)
 app.command("approvals", help="List the steps waiting for a yes or no.")(approvals_command)

@@ -6,15 +6,16 @@ flattened with ``_``: ``[llm] model = "x"`` is the same setting as ``SABER_LLM_M
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from saber.graph.config import GRAPH_DEFAULTS as _GRAPH
 from saber.mcp.config import MCPServerConfig, check_server_entries
@@ -278,6 +279,26 @@ class Settings(BaseSettings):
     """With more tools than this, the planner prompt lists only the most relevant ones."""
     tools_select_k: int = Field(12, ge=1)
     """How many tools the planner prompt lists when selecting."""
+    tools_modules: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Python modules whose ``@tool`` functions every process registers (with the ``saber.tools``
+    entry points): custom tools that every API node and worker must know."""
+
+    # distributed mode (database_url and redis_url both set): API nodes, a run queue, workers
+    cluster_lease: float = Field(20.0, gt=0)
+    """Seconds a worker holds a run without renewing it; after that another worker resumes it."""
+    cluster_redis_prefix: str = "saber:"
+    """Prefix of every Redis key and channel (several deployments may share one Redis)."""
+    cluster_events_maxlen: int = Field(10000, ge=100)
+    """Events a task's Redis stream keeps (the oldest are trimmed past this)."""
+    cluster_events_ttl: int = Field(86400, ge=60)
+    """Seconds a task's events stay in Redis after its last one."""
+    cluster_max_waiting_per_user: int = Field(1000, ge=1)
+    """Requests one user may have queued or running; more are answered 429."""
+    cluster_worker_grace: float = Field(30.0, ge=0)
+    """Seconds a worker told to stop (SIGTERM) lets its runs finish before handing them back."""
+    otel_endpoint: str | None = None
+    """OTLP/HTTP endpoint (``http://collector:4318``) for OpenTelemetry traces; off when unset."""
+    otel_service_name: str = "saber"
 
     @model_validator(mode="before")
     @classmethod
@@ -288,6 +309,15 @@ class Settings(BaseSettings):
     @classmethod
     def _check_mcp_servers(cls, value: Any) -> Any:
         return check_server_entries(value)
+
+    @field_validator("tools_modules", mode="before")
+    @classmethod
+    def _modules_list(cls, value: Any) -> Any:
+        """``SABER_TOOLS_MODULES=a.b,c`` as well as a TOML list."""
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
+        return value
 
     @field_validator("home", mode="before")
     @classmethod

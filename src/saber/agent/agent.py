@@ -50,6 +50,7 @@ from saber.agent.validation import (
     limit_answer,
 )
 from saber.approvals import ApprovalBroker
+from saber.cluster.tracing import TracedModel
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
 from saber.graph.approval import approving_with
@@ -67,6 +68,7 @@ from saber.rag.tools import knowledge_tools
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
 from saber.tools.index import ToolIndex
+from saber.tools.modules import configured_tools
 from saber.tools.registry import ToolRegistry
 from saber.tools.system import system_tools
 
@@ -146,10 +148,12 @@ class Agent:
             registry.register(t)
         for t in tools:
             registry.register(t)
+        for t in configured_tools(self.settings.tools_modules):  # every process: API nodes and workers
+            registry.register(t)
         if memory_model is None and self._owns_model and not is_no_model(self.model):
             memory_model = self.model
         limits = limits_from_settings(self.settings)
-        self._guarded = GuardedModel(self.model, limits)  # every call bounded; any failure a ModelError
+        self._guarded = GuardedModel(TracedModel(self.model), limits)  # every call bounded; any failure a ModelError
         if memory_model is not None:
             memory_model = GuardedModel(memory_model, limits, purpose="extraction")
         self.services = Services(

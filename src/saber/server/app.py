@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from saber.agent import Agent
+from saber.cluster import metrics_route
+from saber.cluster.metrics import HttpMetrics
+from saber.cluster.serving import start_cluster
 from saber.config import Settings
 from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
@@ -40,13 +43,20 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
         await asyncio.to_thread(_import_lazy_modules)
         await built.start()  # MCP servers connect now (bounded by mcp_startup_timeout), not on the first request
         owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
-        runs = RunManager(built, max_running_per_user=settings.server_max_running_per_user,
-                          keep_finished=settings.server_keep_finished)
+        try:
+            cluster = await start_cluster(built, settings, with_worker=app.state.with_worker)
+        except Exception as exc:
+            app.state.startup_error = f"{type(exc).__name__}: {exc}"
+            raise
+        runs = cluster.runs if cluster is not None else RunManager(
+            built, max_running_per_user=settings.server_max_running_per_user, keep_finished=settings.server_keep_finished)
         app.state.agent, app.state.runs, app.state.owners = built, runs, owners
         try:
             yield
         finally:
             await runs.shutdown(settings.server_shutdown_grace)
+            if cluster is not None:
+                await cluster.stop()
             if agent is None:
                 await built.aclose()
             owners.close()
@@ -55,6 +65,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     app = FastAPI(title="Saber", version="0.1.0", lifespan=lifespan,
                   description="Saber's agent over HTTP: REST + Server-Sent Events, and an OpenAI-compatible endpoint.")
     app.state.settings, app.state.keys, app.state.agent, app.state.startup_error = settings, keys, None, None
+    app.state.with_worker = 0  # distributed mode: slots of a worker in this process (saber serve --with-worker)
     install_error_handlers(app)
     upload_limit = int(MAX_FILES * settings.rag_max_file_mb * 1048576) + 1048576
 
@@ -62,9 +73,11 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
         return upload_limit if path.rstrip("/") == "/api/documents" else settings.server_max_body_bytes
 
     app.add_middleware(KeyGate, keys=keys)
+    app.add_middleware(HttpMetrics)
     app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
     for router in (chat.router, tasks.router, approvals.router, mcp.router, documents.router, memory.router, status.router, openai.router):
         app.include_router(router)
+    app.include_router(metrics_route.router)
     mount_web_ui(app)
     return app
 

@@ -12,12 +12,14 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.types import Message
 
 from saber.agent import Agent
+from saber.cluster.metrics import RunObserver
 from saber.events import Done, Event
 from saber.server.errors import ApiError
 from saber.server.eventlog import EventLog
@@ -38,6 +40,7 @@ class TaskRun:
     started: float = field(default_factory=time.time)
     log: EventLog = field(default_factory=EventLog)
     pump: asyncio.Task[None] | None = None
+    observer: RunObserver = field(default_factory=RunObserver)
 
     @property
     def finished(self) -> bool:
@@ -82,10 +85,14 @@ class RunManager:
                            f"user {user_id!r} already has {self.max_running_per_user} running request(s): "
                            "wait for one to finish (or cancel it)", headers={"Retry-After": "1"})
 
-    async def start(self, run: TaskRun, source: EventSource) -> TaskRun:
+    async def find(self, task_id: str, user_id: str) -> TaskRun | None:
+        """``get``; the distributed mode's manager also finds tasks other nodes accepted."""
+        return self.get(task_id, user_id)
+
+    async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
         """Start ``source`` (an agent stream) as ``run``. The stream's first step runs here, so input
         the agent rejects (a task id in use, a task that cannot be resumed) raises ``ValueError``
-        before anything is streamed."""
+        before anything is streamed. ``spec``: the request as data, for a manager that queues it."""
         self.admit(run.user_id)
         previous = self._runs.get(run.task_id)
         if previous is not None and not previous.finished:
@@ -104,6 +111,7 @@ class RunManager:
                 del self._runs[run.task_id]
             raise
         run.log.append(first.type, first.data)
+        run.observer.observe(first.type, first.data)
         run.pump = asyncio.create_task(self._pump(run, stream), name=f"saber-server-run-{run.task_id}")
         return run
 
@@ -112,6 +120,7 @@ class RunManager:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for event in stream:
                     run.log.append(event.type, event.data)
+                    run.observer.observe(event.type, event.data)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # the agent turns failures into events; this is a bug, still end the stream

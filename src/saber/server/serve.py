@@ -104,6 +104,8 @@ def serve_command(
                                                    help="Listen on a non-loopback address without API keys.")] = False,
     new_key_for: Annotated[str | None, typer.Option("--new-key", metavar="USER",
                                                     help="Print a new API key for USER and its hash line, then exit.")] = None,
+    with_worker: Annotated[int, typer.Option("--with-worker", min=0, metavar="N",
+                                             help="Distributed mode: also run a worker with N slots in this process.")] = 0,
 ) -> None:
     """Run the HTTP API (REST + SSE, and an OpenAI-compatible /v1)."""
     from saber.server.auth import KeyRing, hash_key, new_key
@@ -131,4 +133,6 @@ def serve_command(
         access.addHandler(handler)
         access.propagate = False
     typer.echo(f"saber: serving on http://{host}:{port} ({'API keys' if keys.enabled else 'local, no keys'})", err=True)
-    run(create_app(settings=settings), host=host, port=port, grace=settings.server_shutdown_grace)
+    app = create_app(settings=settings)
+    app.state.with_worker = with_worker
+    run(app, host=host, port=port, grace=settings.server_shutdown_grace)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
@@ -39,12 +40,18 @@ async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatReques
                             use_rag=body.use_rag, task_id=task_id, history=history)
 
     try:
-        return await runs.start(run, source)
+        return await runs.start(run, source, spec=queued_request(body, history))
     except UnknownToolError as exc:
         raise ApiError(422, "invalid_request", f"selected_tools: {exc}") from None
     except (ValueError, ToolError) as exc:
         status = 409 if "already" in str(exc) else 422
         raise ApiError(status, "conflict" if status == 409 else "invalid_request", str(exc)) from None
+
+
+def queued_request(body: ChatRequest, history: list[Message] | None) -> dict[str, Any]:
+    """The request as data, for the distributed mode's run queue."""
+    return {"message": body.message, "mode": body.mode, "selected_tools": body.selected_tools, "use_rag": body.use_rag,
+            "history": [{"role": m.role, "content": m.content} for m in history] if history is not None else None}
 
 
 def answer_of(run: TaskRun) -> ChatResponse:

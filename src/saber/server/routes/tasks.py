@@ -50,7 +50,7 @@ async def list_tasks(agent: AgentDep, runs: RunsDep, user: UserDep) -> list[Task
 
 @router.get("/{task_id}", response_model=TaskDetail, summary="A task: status, plan and every node")
 async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) -> TaskDetail:
-    run = runs.get(task_id, user)
+    run = await runs.find(task_id, user)
     saved = await _checkpoint(agent, task_id, user)
     if run is None and saved is None:
         raise not_found(f"task {task_id!r}")
@@ -70,7 +70,7 @@ async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) 
 
 @router.post("/{task_id}/cancel", response_model=CancelResponse, summary="Cancel one of the caller's tasks")
 async def cancel_task(task_id: str, runs: RunsDep, user: UserDep) -> CancelResponse:
-    run = runs.get(task_id, user)
+    run = await runs.find(task_id, user)
     if run is None:
         raise not_found(f"running task {task_id!r}")
     cancelled = await runs.cancel(run)
@@ -90,7 +90,7 @@ async def resume_task(task_id: str, request: Request, agent: AgentDep, runs: Run
         return agent.resume(task_id, user_id=user)
 
     try:
-        await runs.start(run, source)
+        await runs.start(run, source, spec={})
     except ValueError as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     start = run.log.events[0].data if run.log.events else {}
@@ -102,7 +102,7 @@ async def resume_task(task_id: str, request: Request, agent: AgentDep, runs: Run
             summary="Replay a task's events (after Last-Event-ID), then follow it live")
 async def task_events(task_id: str, request: Request, runs: RunsDep, user: UserDep) -> EventSourceResponse:
     after = last_event_id(request)
-    run = runs.get(task_id, user)
+    run = await runs.find(task_id, user)
     if run is None:
         raise not_found(f"event log of task {task_id!r}")
     return stream_run(request, runs, run, after=after)

@@ -1,0 +1,156 @@
+"""``ClusterRunManager``: the API node's run manager in the distributed mode.
+
+It runs nothing itself: a request becomes a row of the run queue (answered 409 for a task id
+queued or running, 429 past ``cluster_max_waiting_per_user``), and its events are read from the
+task's Redis stream, so this node serves the events of any task, whichever node took it and
+whichever worker runs it. A cancel marks a waiting run cancelled in the queue, or reaches the
+worker running it through Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from redis.asyncio import Redis
+
+from saber.agent import Agent
+from saber.agent.tasks import resumable_task
+from saber.agent.validation import check_query, check_selected_tools, check_task_id, check_user_id
+from saber.cluster import metrics, tracing
+from saber.cluster.eventstream import RedisEventLog, StreamTakenOver, StreamWriter
+from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
+from saber.cluster.signals import cancel_key, request_cancel, wake_channel
+from saber.config import Settings
+from saber.events import Done
+from saber.server.errors import ApiError
+from saber.server.runs import EventSource, RunManager, TaskRun
+
+log = logging.getLogger(__name__)
+
+
+class ClusterRunManager(RunManager):
+    def __init__(self, agent: Agent, queue: RunQueue, redis: Redis, settings: Settings) -> None:
+        super().__init__(agent, max_running_per_user=settings.server_max_running_per_user,
+                         keep_finished=settings.server_keep_finished)
+        self.queue, self.redis, self.settings = queue, redis, settings
+        self.prefix = settings.cluster_redis_prefix
+        self._known: OrderedDict[str, TaskRun] = OrderedDict()
+
+    def _log(self, task_id: str, floor: int = 0) -> RedisEventLog:
+        return RedisEventLog(self.redis, self.prefix, task_id, floor=floor)
+
+    def _remember(self, run: TaskRun) -> None:
+        self._known[run.task_id] = run
+        self._known.move_to_end(run.task_id)
+        while len(self._known) > max(1, self.keep_finished):
+            self._known.popitem(last=False)
+
+    # -- what the routes ask -------------------------------------------------------------------
+
+    def running(self, user_id: str | None = None) -> list[TaskRun]:
+        return [r for r in self._known.values() if not r.finished and (user_id is None or r.user_id == user_id)]
+
+    def get(self, task_id: str, user_id: str) -> TaskRun | None:
+        run = self._known.get(task_id)
+        return run if run is not None and run.user_id == user_id else None
+
+    def runs_of(self, user_id: str) -> list[TaskRun]:
+        return [r for r in self._known.values() if r.user_id == user_id]
+
+    async def find(self, task_id: str, user_id: str) -> TaskRun | None:
+        """The run of ``task_id`` if it is this user's, whichever node accepted it."""
+        known = self.get(task_id, user_id)
+        if known is not None:
+            await known.log.load()  # type: ignore[attr-defined]
+            return known
+        row = await asyncio.to_thread(self.queue.get, task_id)
+        if row is None or row["user_id"] != user_id:
+            return None
+        run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"],
+                      query=str(row["request"].get("message", "")), started=float(row["enqueued_at"]),
+                      log=self._log(task_id, floor=int(row["request"].get("after") or 0)))
+        await run.log.load()  # type: ignore[attr-defined]
+        self._remember(run)
+        return run
+
+    def admit(self, user_id: str) -> None:
+        if self.closing:
+            raise ApiError(503, "shutting_down", "the server is shutting down; retry on another instance or later",
+                           headers={"Retry-After": "5"})
+
+    async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
+        """Queue ``run`` (``spec``: the request, as the worker will make it); ``source`` is not used."""
+        self.admit(run.user_id)
+        request = dict(spec or {})
+        _check(self.agent, self.settings, run, request)
+        if run.kind == "resume":  # refused here as the in-process server refuses it: a 409 before any stream
+            await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
+        request["after"] = await self._log(run.task_id).last_seq()  # a resumed task's earlier events
+        await self.redis.delete(cancel_key(self.prefix, run.task_id))  # a cancel of an earlier run is spent
+        try:
+            with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
+                await asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id, kind=run.kind,
+                                        request=request, trace=tracing.traceparent())
+        except DuplicateTask as exc:
+            raise ApiError(409, "conflict", str(exc)) from None
+        except QueueFull as exc:
+            raise ApiError(429, "too_many_requests", f"{exc}: wait for one to finish (or cancel it)",
+                           headers={"Retry-After": "1"}) from None
+        run.log = self._log(run.task_id, floor=int(request["after"]))
+        self._remember(run)
+        await self.redis.publish(wake_channel(self.prefix), run.task_id)
+        return run
+
+    async def cancel(self, run: TaskRun) -> bool:
+        await run.log.load()  # type: ignore[attr-defined]
+        if run.finished:
+            return False
+        if await asyncio.to_thread(self.queue.cancel_waiting, run.task_id):
+            await self._end_waiting(run)  # no worker holds it: this node writes its end
+        else:
+            await request_cancel(self.redis, self.prefix, run.task_id)
+        return True
+
+    async def _end_waiting(self, run: TaskRun) -> None:
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
+                              ttl=self.settings.cluster_events_ttl)
+        await writer.open()
+        if writer.ended and writer.seq > 0:
+            return
+        mode = str(run.kind if run.kind in ("chat", "tool", "rag", "react") else "chat")
+        try:
+            await writer.append("done", Done(answer="", mode=mode, task_id=run.task_id, interrupted=True).data,
+                                final=True)
+        except StreamTakenOver:  # a worker wrote in between: its events stand
+            pass
+        metrics.RUNS.labels(mode, "cancelled").inc()
+
+    async def wait(self, run: TaskRun) -> None:
+        log_ = run.log
+        async for _ in log_.follow(log_.events[-1].seq if log_.events else 0):
+            pass
+
+    async def shutdown(self, grace: float) -> None:
+        """Refuse new requests. Runs keep going on the workers: nothing here to wait for."""
+        self.closing = True
+
+
+def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, Any]) -> None:
+    """What the worker would refuse at once, refused here with a 422 before anything is queued."""
+    try:
+        check_task_id(run.task_id)
+        check_user_id(run.user_id)
+        if run.kind != "resume":
+            check_query(request.get("message", ""), max_chars=settings.max_query_chars)
+        mode = request.get("mode")
+        if mode is not None and mode not in ("chat", "tool", "rag", "react"):
+            raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
+        selected = check_selected_tools(request.get("selected_tools"))
+        if selected is not None:
+            agent.registry.filter(selected)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None

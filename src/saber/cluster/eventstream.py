@@ -1,0 +1,128 @@
+"""A task's event log in a Redis stream, so every API node serves every task's events.
+
+Entry ids are ``<seq>-1``: the sequence number is the SSE ``id`` and what ``Last-Event-ID`` names,
+on every node. Redis refuses an id not above the stream's last one, which fences writers: a
+worker that lost its run (its lease expired and another took it over) fails its next append
+instead of interleaving events. The stream is trimmed to ``maxlen`` entries (approximately) and
+expires ``ttl`` seconds after its last event. The entry that ends a run carries ``f=1``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from saber.jsonsafe import dumps, to_jsonable
+from saber.server.eventlog import EventLog, LoggedEvent
+
+
+class StreamTakenOver(Exception):
+    """Another writer appended to this task's stream: this one no longer owns the run."""
+
+
+def stream_key(prefix: str, task_id: str) -> str:
+    return f"{prefix}events:{task_id}"
+
+
+def _decode(entry_id: Any, fields: Any) -> tuple[LoggedEvent, bool]:
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    values = {text(k): text(v) for k, v in fields.items()}
+    seq = int(text(entry_id).split("-", 1)[0])
+    event = LoggedEvent(seq=seq, type=values["t"], data=json.loads(values["d"]))
+    return event, values.get("f") == "1"
+
+
+class StreamWriter:
+    """Appends one run's events; ``open`` continues after what an earlier worker wrote."""
+
+    def __init__(self, redis: Redis, prefix: str, task_id: str, *, maxlen: int, ttl: int) -> None:
+        self.redis, self.key, self.maxlen, self.ttl = redis, stream_key(prefix, task_id), maxlen, ttl
+        self.seq = 0
+        self.ended = False
+        """The last entry ends a run (it carries ``f=1``)."""
+
+    async def open(self) -> None:
+        last = await self.redis.xrevrange(self.key, count=1)
+        if last:
+            event, final = _decode(last[0][0], last[0][1])
+            self.seq, self.ended = event.seq, final
+
+    async def append(self, type_: str, data: dict[str, Any], *, final: bool = False) -> int:
+        seq = self.seq + 1
+        fields = {"t": type_, "d": dumps(to_jsonable(data))}
+        if final:
+            fields["f"] = "1"
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.xadd(self.key, fields, id=f"{seq}-1", maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+                pipe.expire(self.key, self.ttl)
+                await pipe.execute()
+        except ResponseError as exc:
+            if "equal or smaller" in str(exc):
+                raise StreamTakenOver(f"{self.key}: another writer appended event {seq}") from None
+            raise
+        self.seq = seq
+        self.ended = final
+        return seq
+
+
+class RedisEventLog(EventLog):
+    """The server's event log read from Redis. ``events`` mirrors what this node has read (for
+    ``last`` and the JSON answer); ``follow`` reads Redis itself, from any position."""
+
+    def __init__(self, redis: Redis, prefix: str, task_id: str, *, block_ms: int = 1000, floor: int = 0) -> None:
+        """``floor``: where this run's events start in the task's stream (a resumed task's stream
+        holds its earlier runs' events before it)."""
+        super().__init__()
+        self.redis, self.key, self.block_ms, self.floor = redis, stream_key(prefix, task_id), block_ms, floor
+
+    def append(self, type_: str, data: dict[str, Any]) -> LoggedEvent:
+        raise RuntimeError("a Redis event log is written by the worker running the task")
+
+    def _mirror(self, event: LoggedEvent, final: bool) -> None:
+        if event.seq > (self.events[-1].seq if self.events else 0):
+            self.events.append(event)
+        if final:
+            self.closed = True
+            self._wake()
+
+    async def load(self) -> None:
+        """Read everything the stream holds now into ``events``."""
+        after = self.events[-1].seq if self.events else self.floor
+        entries: Any = await self.redis.xrange(self.key, min=f"({after}-1")
+        for entry_id, fields in entries:
+            self._mirror(*_decode(entry_id, fields))
+
+    async def follow(self, after: int = 0) -> AsyncIterator[LoggedEvent]:
+        """Every event with a sequence number above ``after``, then new ones, until the run's end."""
+        position = f"{max(0, after, self.floor)}-1"
+        while True:
+            reply: Any = await self.redis.xread({self.key: position}, block=self.block_ms, count=256)
+            if not reply and await self._ended_before(position):
+                return
+            for _key, entries in reply or []:
+                for entry_id, fields in entries:
+                    event, final = _decode(entry_id, fields)
+                    position = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+                    self._mirror(event, final)
+                    yield event
+                    if final:
+                        return
+
+    async def last_seq(self) -> int:
+        last = await self.redis.xrevrange(self.key, count=1)
+        return _decode(last[0][0], last[0][1])[0].seq if last else 0
+
+    async def _ended_before(self, position: str) -> bool:
+        """The run's last entry is at or before ``position``: nothing more will come."""
+        last = await self.redis.xrevrange(self.key, count=1)
+        if not last:
+            return False
+        event, final = _decode(last[0][0], last[0][1])
+        return final and self.floor < event.seq <= int(position.split("-", 1)[0])

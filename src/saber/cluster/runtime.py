@@ -1,0 +1,59 @@
+"""What a process of the distributed mode opens: the queue, Redis, and (optionally) a worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from saber.agent import Agent
+from saber.cluster import tracing
+from saber.cluster.api import ClusterRunManager
+from saber.cluster.queue import RunQueue
+from saber.cluster.signals import check_redis, open_redis
+from saber.cluster.worker import Worker
+from saber.config import Settings
+from saber.db.database import Database, open_database
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class Cluster:
+    settings: Settings
+    db: Database
+    queue: RunQueue
+    redis: Redis
+
+    @classmethod
+    async def open(cls, settings: Settings) -> Cluster:
+        """Reach PostgreSQL (migrating it) and Redis; a ConfigError says which one failed."""
+        if not settings.database_url:
+            raise ValueError("the distributed mode needs database_url (SABER_DATABASE_URL)")
+        tracing.setup(settings)
+        db = await asyncio.to_thread(open_database, settings.database_url, pool_size=settings.db_pool_size)
+        redis = open_redis(settings)
+        try:
+            await check_redis(redis, settings)
+            queue = RunQueue(db, lease_seconds=settings.cluster_lease,
+                             max_running_per_user=settings.server_max_running_per_user,
+                             max_waiting_per_user=settings.cluster_max_waiting_per_user)
+        except BaseException:
+            await redis.aclose()
+            db.close()
+            raise
+        return cls(settings=settings, db=db, queue=queue, redis=redis)
+
+    def run_manager(self, agent: Agent) -> ClusterRunManager:
+        return ClusterRunManager(agent, self.queue, self.redis, self.settings)
+
+    def worker(self, agent: Agent, *, concurrency: int) -> Worker:
+        return Worker(agent, self.queue, self.redis, self.settings, concurrency=concurrency)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.redis.aclose()
+        self.db.close()

@@ -1,0 +1,193 @@
+"""OpenTelemetry traces (the ``otel`` extra), off unless ``otel_endpoint`` is set or a tracer
+provider is installed (``enable``).
+
+One trace goes from the API node through the queue to the worker: the request's span context is
+stored with the queued run (W3C ``traceparent``) and the worker's run span continues it. Spans:
+the HTTP request (FastAPI makes it, with its dependency and endpoint spans), the enqueue, the run (``invoke_agent``), and per graph node one span with a
+tool-call span inside (``execute_tool``), built from the run's events; the run span carries the
+GenAI semantic-convention attributes (``gen_ai.operation.name``, ``gen_ai.request.model``,
+``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``), and each model call a ``chat``
+span (``TracedModel``, wrapped around the agent's model) with its own model and tokens.
+
+Without the extra installed and nothing configured, every function here is a cheap no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from saber.config import ConfigError, Settings
+
+_enabled = False
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+def enable(provider: Any = None) -> None:
+    """Turn tracing on with ``provider`` (an SDK ``TracerProvider``; tests pass one with an
+    in-memory exporter), or with the globally configured one."""
+    global _enabled
+    if provider is not None:
+        from opentelemetry import trace
+
+        trace.set_tracer_provider(provider)
+    _enabled = True
+
+
+def setup(settings: Settings) -> None:
+    """``otel_endpoint`` set: export spans over OTLP/HTTP to it (needs ``pip install 'saber[otel]'``)."""
+    endpoint = settings.otel_endpoint
+    if not endpoint or _enabled:
+        return
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise ConfigError("otel_endpoint is set but the OpenTelemetry SDK is not installed: "
+                          "pip install 'saber[otel]'") from None
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.otel_service_name}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")))
+    enable(provider)
+
+
+def _tracer() -> Any:
+    from opentelemetry import trace
+
+    return trace.get_tracer("saber")
+
+
+@contextlib.contextmanager
+def span(name: str, *, kind: str = "INTERNAL", parent: str = "", **attributes: Any) -> Iterator[Any]:
+    """A span made current for the block (None when tracing is off). ``parent``: a ``traceparent``
+    to continue (a run taken from the queue)."""
+    if not _enabled:
+        yield None
+        return
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    context = TraceContextTextMapPropagator().extract({"traceparent": parent}) if parent else None
+    with _tracer().start_as_current_span(name, context=context, kind=getattr(trace.SpanKind, kind),
+                                         attributes={k: v for k, v in attributes.items() if v is not None}) as current:
+        yield current
+
+
+def traceparent() -> str:
+    """The current span context as a W3C ``traceparent`` ('' when tracing is off)."""
+    if not _enabled:
+        return ""
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier.get("traceparent", "")
+
+
+class RunSpans:
+    """Spans of one run's graph nodes and tool calls, from its events, under the current span."""
+
+    def __init__(self, run_span: Any) -> None:
+        self.run_span = run_span
+        self._started: dict[str, int] = {}
+
+    def observe(self, type_: str, data: dict[str, Any]) -> None:
+        if self.run_span is None:
+            return
+        if type_ == "node_start":
+            self._started[str(data.get("id"))] = time.time_ns()
+        elif type_ == "node_done":
+            self._node(data)
+        elif type_ == "done":
+            usage = data.get("usage") or {}
+            for key, value in (("gen_ai.request.model", data.get("model")), ("saber.mode", data.get("mode")),
+                               ("gen_ai.usage.input_tokens", usage.get("prompt_tokens")),
+                               ("gen_ai.usage.output_tokens", usage.get("completion_tokens")),
+                               ("saber.interrupted", bool(data.get("interrupted")))):
+                if value is not None:
+                    self.run_span.set_attribute(key, value)
+
+    def _node(self, data: dict[str, Any]) -> None:
+        from opentelemetry import trace
+
+        end = time.time_ns()
+        start = self._started.pop(str(data.get("id")), end - int(float(data.get("duration_ms") or 0) * 1e6))
+        tool = str(data.get("tool", ""))
+        tracer = _tracer()
+        parent = trace.set_span_in_context(self.run_span)
+        node = tracer.start_span(f"node {data.get('id')}", context=parent, start_time=start,
+                                 attributes={"saber.node.id": str(data.get("id")), "saber.node.status": str(data.get("status")),
+                                             "saber.node.attempts": int(data.get("attempts") or 0)})
+        call = tracer.start_span(f"execute_tool {tool}", context=trace.set_span_in_context(node), start_time=start,
+                                 attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
+        if data.get("status") != "done":
+            call.set_status(trace.Status(trace.StatusCode.ERROR, str(data.get("error") or data.get("status"))))
+        call.end(end_time=end)
+        node.end(end_time=end)
+
+
+class TracedModel:
+    """Wraps a chat model: while tracing is on, a ``chat`` span per call with the GenAI attributes
+    (``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``); otherwise the
+    calls pass straight through."""
+
+    def __init__(self, model: Any) -> None:
+        self.wrapped = model
+        self.name = model.name
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self.wrapped, item)
+
+    def _attributes(self) -> dict[str, Any]:
+        return {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.name}
+
+    async def complete(self, messages: Any, **options: Any) -> Any:
+        from saber.llm.limits import max_tokens_kwarg
+
+        extra = max_tokens_kwarg(self.wrapped.complete, options.pop("max_tokens", None))
+        if not _enabled:
+            return await self.wrapped.complete(messages, **options, **extra)
+        with span(f"chat {self.name}", kind="CLIENT", **self._attributes()) as current:
+            completion = await self.wrapped.complete(messages, **options, **extra)
+            _usage(current, completion.usage, completion.model)
+            return completion
+
+    async def stream(self, messages: Any, **options: Any) -> Any:
+        from saber.llm.limits import max_tokens_kwarg
+        from saber.llm.types import StreamEnd
+
+        extra = max_tokens_kwarg(self.wrapped.stream, options.pop("max_tokens", None))
+        if not _enabled:
+            async for chunk in self.wrapped.stream(messages, **options, **extra):
+                yield chunk
+            return
+        # not made current: a generator may be closed from another task than the one it began in
+        current = _tracer().start_span(f"chat {self.name}", kind=_kind("CLIENT"), attributes=self._attributes())
+        try:
+            async for chunk in self.wrapped.stream(messages, **options, **extra):
+                if isinstance(chunk, StreamEnd):
+                    _usage(current, chunk.usage, None)
+                yield chunk
+        finally:
+            current.end()
+
+
+def _kind(name: str) -> Any:
+    from opentelemetry import trace
+
+    return getattr(trace.SpanKind, name)
+
+
+def _usage(current: Any, usage: Any, model: str | None) -> None:
+    if current is None:
+        return
+    current.set_attribute("gen_ai.usage.input_tokens", int(usage.prompt_tokens))
+    current.set_attribute("gen_ai.usage.output_tokens", int(usage.completion_tokens))
+    if model:
+        current.set_attribute("gen_ai.response.model", model)

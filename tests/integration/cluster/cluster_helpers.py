@@ -1,0 +1,131 @@
+"""Processes of a test cluster: ``saber serve`` API nodes and ``saber worker``s, as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).parent
+REDIS_URL = os.environ.get("SABER_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    root: Path
+    env: dict[str, str]
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    count: int = 0
+
+    def _start(self, args: list[str], name: str) -> subprocess.Popen[bytes]:
+        self.count += 1
+        home = self.root / f"{name}-{self.count}"
+        home.mkdir(parents=True)
+        env = dict(self.env, SABER_HOME=str(home))
+        log = open(home / "log.txt", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen([sys.executable, "-m", "saber.cli", *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc.log_path = home / "log.txt"  # type: ignore[attr-defined]
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def api(self) -> str:
+        port = free_port()
+        proc = self._start(["serve", "--port", str(port)], "api")
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"api node exited: {self.output(proc)}")
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    return base
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"api node not ready: {self.output(proc)}")
+
+    def worker(self, concurrency: int = 2, *extra: str) -> subprocess.Popen[bytes]:
+        proc = self._start(["worker", "--concurrency", str(concurrency), *extra], "worker")
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"worker exited: {self.output(proc)}")
+            if "taking runs" in self.output(proc):
+                return proc
+            time.sleep(0.2)
+        raise AssertionError(f"worker not ready: {self.output(proc)}")
+
+    @staticmethod
+    def output(proc: subprocess.Popen[bytes]) -> str:
+        return Path(proc.log_path).read_text(encoding="utf-8", errors="replace")  # type: ignore[attr-defined]
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def cluster_env(*, pg_url: str, redis_url: str, prefix: str, llm_url: str, witness: Path, **settings: Any) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
+    env.update({
+        "SABER_DATABASE_URL": pg_url, "SABER_REDIS_URL": redis_url, "SABER_CLUSTER_REDIS_PREFIX": prefix,
+        "SABER_LLM_BASE_URL": llm_url, "SABER_LLM_MODEL": "fake-model", "SABER_LLM_API_KEY": "k",
+        "SABER_EMBEDDING_PROVIDER": "openai", "SABER_EMBEDDING_BASE_URL": llm_url, "SABER_EMBEDDING_API_KEY": "k",
+        "SABER_EMBEDDING_DIM": "64", "SABER_SEARCH_BACKEND": "none", "SABER_TOOLS_MODULES": "cluster_tools",
+        "SABER_TEST_WITNESS": str(witness), "PYTHONPATH": os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
+    })
+    env.update({f"SABER_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+def sse(response: httpx.Response) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(id, event, data) of each event of an SSE response."""
+    seq, kind, data = 0, "", ""
+    for line in response.iter_lines():
+        if line.startswith("id:"):
+            seq = int(line[3:].strip())
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data += line[5:].strip()
+        elif line == "" and kind:
+            yield seq, kind, json.loads(data) if data else {}
+            seq, kind, data = 0, "", ""
+
+
+def plan_reply(body: dict[str, Any]) -> str:
+    """The fake model: a planner request gets a plan of witness steps for the task named in the
+    query ("job <task> of <user> steps <n> [slow]"); anything else gets a short answer."""
+    messages = body.get("messages") or []
+    text = " ".join(str(m.get("content") or "") for m in messages)
+    if "task planner" not in text:
+        return "finished"
+    query = str(messages[-1].get("content") or "")
+    words = query[query.rindex("job "):].split()
+    task, user, steps = words[1], words[3], int(words[5])
+    seconds = 3.0 if "slow" in words else 0.4
+    plan = [{"id": f"n{i}", "tool": "witness", "params": {"task": task, "user": user, "step": f"n{i}", "seconds": seconds},
+             "depends_on": [f"n{i - 1}"] if i > 1 else []} for i in range(1, steps + 1)]
+    return json.dumps(plan)

@@ -1,0 +1,104 @@
+"""The run queue on a real PostgreSQL: fairness, the per-user limit under concurrent claims,
+leases that expire, hand-back, cancel and duplicates."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
+from saber.db.database import open_database
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def queue(plain_pg_url: str) -> Iterator[RunQueue]:
+    db = open_database(plain_pg_url)
+    yield RunQueue(db, lease_seconds=30, max_running_per_user=2, max_waiting_per_user=5)
+    db.close()
+
+
+def add(queue: RunQueue, task_id: str, user: str) -> None:
+    queue.enqueue(task_id=task_id, user_id=user, kind="chat", request={"message": task_id})
+
+
+def test_users_take_turns_and_the_limit_holds(queue: RunQueue) -> None:
+    for i in range(4):
+        add(queue, f"a{i}", "alice")
+    add(queue, "b0", "bob")
+    add(queue, "b1", "bob")
+    taken = [c.task_id for c in iter(lambda: queue.claim("w1"), None)]
+    # alice first (oldest), then bob (fewer running), then each user's second; no third for alice
+    assert taken == ["a0", "b0", "a1", "b1"]
+    assert queue.running_by_user() == {"alice": 2, "bob": 2}
+    assert queue.depth() == 2
+    assert queue.finish("w1", "a0", "done")
+    assert queue.claim("w1").task_id == "a2"  # type: ignore[union-attr]
+
+
+def test_concurrent_claimers_never_exceed_the_limit(queue: RunQueue) -> None:
+    queue.max_waiting_per_user = 100
+    for i in range(60):  # more than one claim locks at once: claimers hold different rows of one user
+        add(queue, f"t{i}", "alice")
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def claim(worker: str) -> None:
+        for _ in range(4):
+            c = queue.claim(worker)
+            if c is not None:
+                with lock:
+                    got.append(c.task_id)
+
+    threads = [threading.Thread(target=claim, args=(f"w{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and len(set(got)) == 2
+
+
+def test_an_expired_lease_is_taken_by_another_worker_not_by_its_own(queue: RunQueue) -> None:
+    queue.lease_seconds = 0.2
+    add(queue, "t1", "alice")
+    first = queue.claim("w1")
+    assert first is not None and first.attempts == 1
+    time.sleep(0.3)  # let the lease run out (this is what is tested, not a wait for something)
+    assert queue.claim("w1") is None, "a worker does not re-take a run it may still be running"
+    again = queue.claim("w2")
+    assert again is not None and again.task_id == "t1" and again.attempts == 2
+    assert queue.renew("w1", ["t1"]) == set(), "the first worker learns it lost the run"
+    assert queue.finish("w1", "t1", "done") is False
+    assert queue.renew("w2", ["t1"]) == {"t1"}
+
+
+def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> None:
+    add(queue, "t1", "alice")
+    c = queue.claim("w1")
+    assert c is not None
+    with pytest.raises(DuplicateTask, match="already running"):
+        add(queue, "t1", "alice")
+    assert queue.hand_back("w1", "t1")
+    assert queue.get("t1")["status"] == "queued"  # type: ignore[index]
+    assert queue.cancel_waiting("t1")
+    assert queue.claim("w2") is None
+    with pytest.raises(DuplicateTask, match="already exists"):
+        add(queue, "t1", "alice")
+    queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})  # a finished task may be resumed
+    for i in range(4):
+        add(queue, f"x{i}", "alice")
+    with pytest.raises(QueueFull, match="5 request"):
+        add(queue, "x9", "alice")
+
+
+def test_the_queue_refuses_sqlite(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = open_database(tmp_path / "s.db")
+    try:
+        with pytest.raises(ValueError, match="needs PostgreSQL"):
+            RunQueue(db, lease_seconds=1, max_running_per_user=1)
+    finally:
+        db.close()
