@@ -10,11 +10,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from saber.config import ConfigError, Settings
+from saber.clikit.output import EXIT_USAGE, CLIError
+
+if TYPE_CHECKING:
+    from saber.config import Settings
+
+
+class _Usage(CLIError):
+    """A one-line ``saber: error: …`` with exit code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_USAGE)
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +36,11 @@ def worker_command(
     metrics_host: Annotated[str, typer.Option(help="Address of the metrics endpoint.")] = "127.0.0.1",
 ) -> None:
     """Run queued requests (distributed mode: database_url and redis_url set)."""
+    from saber.config import Settings
+
     settings = Settings.load()
     if not (settings.database_url and settings.redis_url):
-        raise ConfigError("saber worker needs the distributed mode: set database_url (PostgreSQL) and redis_url "
+        raise _Usage("saber worker needs the distributed mode: set database_url (PostgreSQL) and redis_url "
                           "(SABER_DATABASE_URL, SABER_REDIS_URL)")
     if metrics_port is not None:
         from prometheus_client import start_http_server
@@ -36,7 +48,7 @@ def worker_command(
         try:
             start_http_server(metrics_port, addr=metrics_host)
         except OSError as exc:
-            raise ConfigError(f"--metrics-port {metrics_port}: cannot listen on {metrics_host}: {exc.strerror or exc}") from None
+            raise _Usage(f"--metrics-port {metrics_port}: cannot listen on {metrics_host}: {exc.strerror or exc}") from None
     asyncio.run(_work(settings, concurrency))
 
 
