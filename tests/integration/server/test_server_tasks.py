@@ -169,6 +169,8 @@ def test_a_user_at_the_limit_gets_429_others_do_not(serve: Callable[..., LiveSer
         r = client.post("/api/chat", json={"message": "现在几点"}, headers=ALICE)
         assert r.status_code == 429 and r.headers["retry-after"] == "1"
         assert r.json()["error"]["code"] == "too_many_requests" and r.json()["request_id"]
+        # bob's request gets scripted replies (an empty script answers errors, retried with backoff: slow)
+        fake_llm.queue(*["It is noon in UTC."] * 4)
         assert client.post("/api/chat", json={"message": "现在几点 in UTC", "mode": "tool"}, headers=BOB).status_code == 200
         client.post(f"/api/tasks/{task_id}/cancel", headers=ALICE)
         wait_status(client, task_id, "cancelled", ALICE)
