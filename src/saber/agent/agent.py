@@ -339,7 +339,7 @@ class Agent:
             await asyncio.to_thread(self.services.memory.close)  # closing the pool's connections
         if self.services.checkpoints is not None:
             await self.services.checkpoints.close()
-        self.approvals.close()
+        await asyncio.to_thread(self.approvals.close)  # disposing its pool blocks
         if self.services.knowledge is not None:
             await asyncio.to_thread(self.services.knowledge.close)
         close_model = getattr(self.model, "aclose", None)
