@@ -4,7 +4,10 @@ SABER_HOME, so ``~/.saber/saber.toml`` (a real model, a real database) can never
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,3 +20,34 @@ def _isolated_saber_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytes
     home = tmp_path_factory.mktemp("saber-home")
     monkeypatch.setenv("SABER_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def pgvector_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``SABER_TEST_PGVECTOR_URL`` (an admin URL of a PostgreSQL with pgvector), else a server
+    started from the ``pgserver`` wheel (the machine's PostgreSQL has no pgvector); one per session."""
+    url = os.environ.get("SABER_TEST_PGVECTOR_URL")
+    if url:
+        yield url
+        return
+    import pgserver  # the postgres extra, part of dev: a missing package must fail, not skip
+
+    server: Any = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture
+def pgvector_url(pgvector_admin_url: str) -> Iterator[str]:
+    """A fresh database on that server, dropped afterwards."""
+    import psycopg
+    from sqlalchemy import make_url
+
+    name = f"saber_db_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pgvector_admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        yield make_url(pgvector_admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(pgvector_admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())

@@ -87,10 +87,10 @@ class Cluster:
                 proc.wait()
 
 
-def cluster_env(*, pg_url: str, redis_url: str, prefix: str, llm_url: str, witness: Path, **settings: Any) -> dict[str, str]:
+def cluster_env(*, pgvector_url: str, redis_url: str, prefix: str, llm_url: str, witness: Path, **settings: Any) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
     env.update({
-        "SABER_DATABASE_URL": pg_url, "SABER_REDIS_URL": redis_url, "SABER_CLUSTER_REDIS_PREFIX": prefix,
+        "SABER_DATABASE_URL": pgvector_url, "SABER_REDIS_URL": redis_url, "SABER_CLUSTER_REDIS_PREFIX": prefix,
         "SABER_LLM_BASE_URL": llm_url, "SABER_LLM_MODEL": "fake-model", "SABER_LLM_API_KEY": "k",
         "SABER_EMBEDDING_PROVIDER": "openai", "SABER_EMBEDDING_BASE_URL": llm_url, "SABER_EMBEDDING_API_KEY": "k",
         "SABER_EMBEDDING_DIM": "64", "SABER_SEARCH_BACKEND": "none", "SABER_TOOLS_MODULES": "cluster_tools",

@@ -5,41 +5,9 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from cluster_helpers import REDIS_URL
-
-
-@pytest.fixture(scope="session")
-def pgvector_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``SABER_TEST_PGVECTOR_URL`` (an admin URL of a PostgreSQL with pgvector), else a server
-    started from the ``pgserver`` wheel (the machine's PostgreSQL has no pgvector)."""
-    url = os.environ.get("SABER_TEST_PGVECTOR_URL")
-    if url:
-        yield url
-        return
-    import pgserver
-
-    server: Any = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
-
-
-@pytest.fixture
-def pg_url(pgvector_admin_url: str) -> Iterator[str]:
-    import psycopg
-    from sqlalchemy import make_url
-
-    name = f"saber_cluster_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pgvector_admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"'.encode())
-    try:
-        yield make_url(pgvector_admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(pgvector_admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-
 
 ADMIN_URL = os.environ.get("SABER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 

@@ -38,9 +38,9 @@ Event = tuple[int, str, dict[str, Any]]
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, redis_prefix: str) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, pgvector_url: str, redis_prefix: str) -> Iterator[Cluster]:
     with FakeOpenAIServer([plan_reply] * 2000) as llm:
-        env = cluster_env(pg_url=pg_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
+        env = cluster_env(pgvector_url=pgvector_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
                           witness=tmp_path / "witness.jsonl", cluster_lease=5, graph_checkpoint_lease=5,
                           server_max_running_per_user=LIMIT)
         c = Cluster(tmp_path, env)

@@ -16,9 +16,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, redis_prefix: str) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, pgvector_url: str, redis_prefix: str) -> Iterator[Cluster]:
     with FakeOpenAIServer([plan_reply] * 500) as llm:
-        env = cluster_env(pg_url=pg_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
+        env = cluster_env(pgvector_url=pgvector_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
                           witness=tmp_path / "witness.jsonl", cluster_lease=3, graph_checkpoint_lease=3)
         c = Cluster(tmp_path, env)
         try:
