@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from saber.clikit.output import EXIT_USAGE, CLIError, out, plain, print_json
+from saber.clikit.output import CLIError, UsageError, out, plain, print_json
 
 
 def _store() -> Any:
@@ -29,7 +29,7 @@ def _answer(task_id: str, node_id: str, *, approve: bool, reason: str, for_task:
         full = resolve(task_id, tasks, "task") if any(t.startswith(task_id) for t in tasks) else task_id
         question = store.get(full, node_id)
         if question is None:
-            raise CLIError(f"no question for step {node_id} of task {task_id} (see `saber approvals`)", EXIT_USAGE)
+            raise UsageError(f"no question for step {node_id} of task {task_id} (see `saber approvals`)")
         if question.status != "pending":
             raise CLIError(f"step {node_id} of task {full} was already {question.status}")
         decided = store.decide(full, node_id, approve=approve, by="cli", reason=reason)

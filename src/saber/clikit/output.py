@@ -29,6 +29,13 @@ class CLIError(Exception):
         self.code = code
 
 
+class UsageError(CLIError):
+    """Bad arguments, settings or input: one ``saber: error: …`` line, exit code 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_USAGE)
+
+
 @cache
 def out() -> Console:
     """stdout: answers, listings, documents. Never wraps lines (a copied id or path stays whole)."""

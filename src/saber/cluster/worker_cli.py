@@ -14,17 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from saber.clikit.output import EXIT_USAGE, CLIError
+from saber.clikit.output import UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings
-
-
-class _Usage(CLIError):
-    """A one-line ``saber: error: …`` with exit code 2."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, EXIT_USAGE)
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +33,7 @@ def worker_command(
 
     settings = Settings.load()
     if not (settings.database_url and settings.redis_url):
-        raise _Usage("saber worker needs the distributed mode: set database_url (PostgreSQL) and redis_url "
+        raise UsageError("saber worker needs the distributed mode: set database_url (PostgreSQL) and redis_url "
                           "(SABER_DATABASE_URL, SABER_REDIS_URL)")
     if metrics_port is not None:
         from prometheus_client import start_http_server
@@ -48,7 +41,7 @@ def worker_command(
         try:
             start_http_server(metrics_port, addr=metrics_host)
         except OSError as exc:
-            raise _Usage(f"--metrics-port {metrics_port}: cannot listen on {metrics_host}: {exc.strerror or exc}") from None
+            raise UsageError(f"--metrics-port {metrics_port}: cannot listen on {metrics_host}: {exc.strerror or exc}") from None
     asyncio.run(_work(settings, concurrency))
 
 

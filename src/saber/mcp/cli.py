@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from saber.clikit.output import EXIT_USAGE, CLIError
+from saber.clikit.output import UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -22,11 +22,8 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class MCPCommandError(CLIError):
+class MCPCommandError(UsageError):
     """A one-line error (the main CLI prints it as ``saber: error: …``, exit code 2)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, EXIT_USAGE)
 
 
 def _settings() -> Settings:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from saber.clikit.output import EXIT_USAGE, CLIError
+from saber.clikit.output import UsageError
 
 if TYPE_CHECKING:  # the server's libraries load only when serving: the other commands stay quick
     from fastapi import FastAPI
@@ -23,13 +23,6 @@ if TYPE_CHECKING:  # the server's libraries load only when serving: the other co
     from saber.server.auth import KeyRing
 
 log = logging.getLogger(__name__)
-
-
-class _Usage(CLIError):
-    """A one-line ``saber: error: …`` with exit code 2."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, EXIT_USAGE)
 
 
 def is_loopback(host: str) -> bool:
@@ -44,7 +37,7 @@ def is_loopback(host: str) -> bool:
 def check_host(host: str, keys: KeyRing, insecure_no_auth: bool) -> None:
     if keys.enabled or is_loopback(host) or insecure_no_auth:
         return
-    raise _Usage(
+    raise UsageError(
         f"refusing to listen on {host}: no API keys are configured, so anyone who can reach this address "
         "would use this agent, its tools and its data as you. Add keys ([server] api_keys in saber.toml or "
         "server.keys_file; `saber serve --new-key USER` prints one), bind 127.0.0.1, or pass --insecure-no-auth")
@@ -83,7 +76,7 @@ def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "i
     finally:
         logging.getLogger("uvicorn.error").removeFilter(quiet)
     if app.state.startup_error is not None:
-        raise _Usage(f"cannot start: {app.state.startup_error}")
+        raise UsageError(f"cannot start: {app.state.startup_error}")
 
 
 class _NoStartupTraceback(logging.Filter):
@@ -112,7 +105,7 @@ def serve_command(
 
     if new_key_for is not None:
         if not new_key_for.strip():
-            raise _Usage("--new-key: the user id must not be blank")
+            raise UsageError("--new-key: the user id must not be blank")
         key = new_key()
         typer.echo(f"key (give it to {new_key_for}; it is not stored): {key}")
         typer.echo(f'saber.toml, under [server.api_keys]:  "{hash_key(key)}" = "{new_key_for}"')
