@@ -51,3 +51,28 @@ def pgvector_url(pgvector_admin_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(pgvector_admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+_SPAN_EXPORTER: Any = None
+
+
+@pytest.fixture
+def otel_spans() -> Iterator[Any]:
+    """Saber's tracing on, spans kept in memory (the OTel SDK's ``InMemorySpanExporter``). The SDK
+    lets a process set its global tracer provider once, so every test shares one, cleared per test."""
+    global _SPAN_EXPORTER
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from saber.cluster import tracing
+
+    if _SPAN_EXPORTER is None:
+        _SPAN_EXPORTER = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_SPAN_EXPORTER))
+        tracing.enable(provider)
+    tracing.enable()
+    _SPAN_EXPORTER.clear()
+    yield _SPAN_EXPORTER
+    tracing._enabled = False

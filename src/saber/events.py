@@ -77,6 +77,7 @@ class ToolCallEvent(_Event):
     params: dict[str, Any]
     tool_result: Any = None
     error: str | None = None
+    duration_ms: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)

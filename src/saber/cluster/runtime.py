@@ -57,3 +57,4 @@ class Cluster:
         with contextlib.suppress(Exception):
             await self.redis.aclose()
         self.db.close()
+        await asyncio.to_thread(tracing.flush)

@@ -1,7 +1,8 @@
 """OpenTelemetry traces (the ``otel`` extra), off unless ``otel_endpoint`` is set or a tracer
 provider is installed (``enable``).
 
-One trace goes from the API node through the queue to the worker: the request's span context is
+In one process (``saber serve`` without the distributed mode) the run span (``LocalRunTrace``)
+sits under the request's span. One trace goes from the API node through the queue to the worker: the request's span context is
 stored with the queued run (W3C ``traceparent``) and the worker's run span continues it. Spans:
 the HTTP request (FastAPI makes it, with its dependency and endpoint spans), the enqueue, the run (``invoke_agent``), and per graph node one span with a
 tool-call span inside (``execute_tool``), built from the run's events; the run span carries the
@@ -22,6 +23,8 @@ from typing import Any
 from saber.config import ConfigError, Settings
 
 _enabled = False
+_exporting: Any = None
+"""The provider ``setup`` made (it exports over OTLP): ``flush`` sends what it still holds."""
 
 
 def enabled() -> bool:
@@ -52,9 +55,19 @@ def setup(settings: Settings) -> None:
     except ImportError:
         raise ConfigError("otel_endpoint is set but the OpenTelemetry SDK is not installed: "
                           "pip install 'saber[otel]'") from None
+    global _exporting
     provider = TracerProvider(resource=Resource.create({"service.name": settings.otel_service_name}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")))
     enable(provider)
+    _exporting = provider
+
+
+def flush(timeout_seconds: float = 5.0) -> None:
+    """Export the spans still batched (blocking: call it in a thread). A process must not rely on
+    the SDK's exit hook: uvicorn ends a SIGTERM'd server by raising the signal again, and no
+    exit hook runs then."""
+    if _exporting is not None:
+        _exporting.force_flush(int(timeout_seconds * 1000))
 
 
 def _tracer() -> Any:
@@ -104,6 +117,8 @@ class RunSpans:
             self._started[str(data.get("id"))] = time.time_ns()
         elif type_ == "node_done":
             self._node(data)
+        elif type_ == "tool_call":  # tool mode: one call, no graph nodes
+            self._tool_call(data)
         elif type_ == "done":
             usage = data.get("usage") or {}
             for key, value in (("gen_ai.request.model", data.get("model")), ("saber.mode", data.get("mode")),
@@ -130,6 +145,53 @@ class RunSpans:
             call.set_status(trace.Status(trace.StatusCode.ERROR, str(data.get("error") or data.get("status"))))
         call.end(end_time=end)
         node.end(end_time=end)
+
+    def _tool_call(self, data: dict[str, Any]) -> None:
+        from opentelemetry import trace
+
+        end = time.time_ns()
+        tool = str(data.get("tool_name", ""))
+        call = _tracer().start_span(f"execute_tool {tool}", context=trace.set_span_in_context(self.run_span),
+                                    start_time=end - int(float(data.get("duration_ms") or 0) * 1e6),
+                                    attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
+        if data.get("error"):
+            call.set_status(trace.Status(trace.StatusCode.ERROR, str(data["error"])))
+        call.end(end_time=end)
+
+
+class LocalRunTrace:
+    """The in-process server's run span (``invoke_agent``): a run's events come from a stream whose
+    first step runs in the request's task and the rest in a task of its own, so the span is made
+    current in each (``current``) rather than in one block; ``end`` closes it. A no-op when off."""
+
+    def __init__(self, task_id: str, kind: str) -> None:
+        self.span: Any = None
+        if _enabled:
+            self.span = _tracer().start_span("invoke_agent saber", kind=_kind("INTERNAL"), attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "saber",
+                "saber.task_id": task_id, "saber.run_kind": kind})
+        self.spans = RunSpans(self.span)
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        if self.span is None:
+            yield
+            return
+        from opentelemetry import context, trace
+
+        token = context.attach(trace.set_span_in_context(self.span))
+        try:
+            yield
+        finally:
+            context.detach(token)
+
+    def observe(self, type_: str, data: dict[str, Any]) -> None:
+        self.spans.observe(type_, data)
+
+    def end(self) -> None:
+        if self.span is not None:
+            self.span.end()
+            self.span = None
 
 
 class TracedModel:

@@ -18,7 +18,7 @@ from saber.graph.config import GraphConfig
 from saber.graph.idempotency import bind, node_key, unbind
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
-from saber.graph.races import run_race
+from saber.graph.races import Race
 from saber.graph.retry import Failure, backoff_seconds, classify
 from saber.graph.state import GraphState
 from saber.graph.tool_output import is_small, safe_result
@@ -63,13 +63,18 @@ class NodeExecutor:
             outcome = NodeOutcome(node_id=node.id, status=NodeStatus.FAILED, error=f"internal error: {exc!r}")
         self.report(outcome)
 
-    async def race_worker(self, group: str, members: list[Node]) -> None:
+    def race(self, group: str, members: list[Node]) -> Race:
+        return Race(group, members, self.run_node, self.config, self.report)
+
+    async def race_worker(self, race: Race) -> None:
         try:
-            await run_race(group, members, self.run_node, self.config, self.report)
+            await race.run()
         except Exception as exc:
-            log.exception("race group %s crashed the runtime worker", group)
-            self.report(RaceOutcome(group=group, winner=None, outcomes=[
-                NodeOutcome(node_id=m.id, status=NodeStatus.FAILED, error=f"internal error: {exc!r}") for m in members
+            log.exception("race group %s crashed the runtime worker", race.group)
+            race.decided = True
+            self.report(RaceOutcome(group=race.group, winner=None, outcomes=[
+                NodeOutcome(node_id=m.id, status=NodeStatus.FAILED, error=f"internal error: {exc!r}")
+                for m in race.members
             ]))
 
     async def run_node(self, node: Node) -> NodeOutcome:

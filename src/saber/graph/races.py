@@ -3,6 +3,10 @@
 Losers are cancelled at once and marked skipped, never failed: losing a race is not an error
 (the original counted cancelled losers as failures and replanned on them). A racer that failed
 before another one won is also just a loser. If every racer fails, each keeps its own error.
+
+While a plan streams, a race starts with the members written so far and later members ``join``
+it until it is decided (see ``graph/streaming.py``); one written after that is settled by the
+scheduler (``GraphState.finish_race``).
 """
 
 from __future__ import annotations
@@ -21,62 +25,102 @@ from saber.graph.retry import seconds_text
 RunNode = Callable[[Node], Coroutine[Any, Any, NodeOutcome]]
 
 
+class Race:
+    """One race group's run. Only the event loop's thread calls ``join`` (the scheduler loop)."""
+
+    def __init__(self, group: str, members: Sequence[Node], run_node: RunNode, config: GraphConfig,
+                 report: Callable[[RaceOutcome], None]) -> None:
+        self.group = group
+        self.members = list(members)
+        self.decided = False
+        """Set the moment the outcome is known (before it is reported): no member joins after."""
+        self._run_node = run_node
+        self._config = config
+        self._report = report
+        self._waiting = list(members)
+        self._wake: asyncio.Future[None] | None = None
+
+    def join(self, node: Node) -> bool:
+        """Add a member to the race under way; False once it is decided (the caller settles it)."""
+        if self.decided:
+            return False
+        self.members.append(node)
+        self._waiting.append(node)
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+        return True
+
+    async def run(self) -> None:
+        """Run the race and report its outcome the moment it is known; then wait for the
+        cancelled losers to unwind (so their ``max_parallel`` slots are free) before returning."""
+        running: dict[asyncio.Task[NodeOutcome], Node] = {}
+        started: dict[str, float] = {}
+        outcomes: dict[str, NodeOutcome] = {}
+        winner: NodeOutcome | None = None
+
+        def start_next() -> None:
+            node = self._waiting.pop(0)
+            started[node.id] = time.perf_counter()
+            name = f"saber-race-{self.group}-{node.id}"
+            running[asyncio.create_task(self._run_node(node), name=name)] = node
+
+        timed_out = False
+        try:
+            async with asyncio.timeout(self._config.race_timeout or None):
+                start_next()
+                while winner is None and (running or self._waiting):
+                    finished = await self._next_finished(running, start_next)
+                    for task in finished:
+                        outcome = outcomes[running.pop(task).id] = task.result()
+                        if winner is None and outcome.status is NodeStatus.DONE:
+                            winner = outcome
+                    if winner is None and finished and self._waiting and self._config.hedge is not None:
+                        start_next()  # a racer failed: do not wait out the hedge delay
+        except TimeoutError:
+            timed_out = True
+        except asyncio.CancelledError:  # the run is being cancelled: take the racers down with us
+            self.decided = True
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
+        self.decided = True
+        for task in running:
+            task.cancel()
+
+        self._report(_outcome(self.group, self.members, winner, outcomes, started, timed_out, self._config))
+        if running:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*running, return_exceptions=True)
+
+    async def _next_finished(self, running: dict[asyncio.Task[NodeOutcome], Node],
+                             start_next: Callable[[], None]) -> list[asyncio.Task[NodeOutcome]]:
+        """Start who may start now, then wait for racers to finish (empty: a member joined, or
+        the hedge delay passed and the next one was started)."""
+        hedge = self._config.hedge
+        while self._waiting and (hedge is None or not running):  # no hedging, or nobody left running
+            start_next()
+        wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._wake = wake
+        try:
+            wait_for = hedge if (hedge is not None and self._waiting) else None
+            watched: set[asyncio.Future[Any]] = {wake, *running}
+            done, _ = await asyncio.wait(watched, timeout=wait_for, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._wake = None
+            wake.cancel()
+        finished = [task for task in running if task in done]
+        if not finished and wake not in done:  # hedging: the racers so far are slow, add the next one
+            start_next()
+        return finished
+
+
 async def run_race(
     group: str, members: Sequence[Node], run_node: RunNode, config: GraphConfig,
     report: Callable[[RaceOutcome], None],
 ) -> None:
-    """Run ``members`` as a race and ``report`` the outcome the moment it is known; then wait for
-    the cancelled losers to unwind (so their ``max_parallel`` slots are free) before returning."""
-    waiting = list(members)
-    running: dict[asyncio.Task[NodeOutcome], Node] = {}
-    started: dict[str, float] = {}
-    outcomes: dict[str, NodeOutcome] = {}
-    winner: NodeOutcome | None = None
-    hedge = config.hedge
-
-    def start_next() -> None:
-        node = waiting.pop(0)
-        started[node.id] = time.perf_counter()
-        running[asyncio.create_task(run_node(node), name=f"saber-race-{group}-{node.id}")] = node
-
-    timed_out = False
-    try:
-        async with asyncio.timeout(config.race_timeout or None):
-            start_next()
-            while waiting and hedge is None:
-                start_next()
-            while running or waiting:
-                if not running:
-                    start_next()
-                wait_for = hedge if (hedge is not None and waiting) else None
-                done, _ = await asyncio.wait(running, timeout=wait_for, return_when=asyncio.FIRST_COMPLETED)
-                if not done:  # hedging: the racers so far are slow, add the next one
-                    start_next()
-                    continue
-                for task in done:
-                    node = running.pop(task)
-                    outcome = task.result()
-                    outcomes[node.id] = outcome
-                    if winner is None and outcome.status is NodeStatus.DONE:
-                        winner = outcome
-                if winner is not None:
-                    break
-                if waiting and hedge is not None:  # a racer failed: do not wait out the hedge delay
-                    start_next()
-    except TimeoutError:
-        timed_out = True
-    except asyncio.CancelledError:  # the run is being cancelled: take the racers down with us
-        for task in running:
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-        raise
-    for task in running:
-        task.cancel()
-
-    report(_outcome(group, members, winner, outcomes, started, timed_out, config))
-    if running:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*running, return_exceptions=True)
+    """Run ``members`` as a race that no one joins (see ``Race``)."""
+    await Race(group, members, run_node, config, report).run()
 
 
 def _outcome(

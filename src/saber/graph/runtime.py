@@ -33,7 +33,7 @@ from saber.graph.persist import finish_anyway, run_status, save_graph, save_node
 from saber.graph.placeholders import substitute_placeholders
 from saber.graph.replanning import ReplanDone, Replanning
 from saber.graph.result import RunResult
-from saber.graph.state import GraphState
+from saber.graph.state import GraphState, Launch
 from saber.graph.streaming import FeedClosed, FeedMessage, FeedNodes, FeedReconcile, NodeFeed
 from saber.graph.taskgraph import TaskGraph
 from saber.tools.base import Tool
@@ -172,6 +172,7 @@ class GraphRuntime:
         if self._phase != "new":
             raise RuntimeError("open_feed() must be called before run()")
         self._feed = NodeFeed(self.graph, self._state)
+        self._state.races_may_grow = True
 
     def add_nodes(self, nodes: Iterable[Node]) -> None:
         """Hand the running graph nodes the planner has just written (after ``open_feed``)."""
@@ -303,7 +304,7 @@ class GraphRuntime:
         if failed:
             self._replan.after_failure(failed)
 
-    async def _commit(self, changed: list[Node], events: list[Event], launch: list[list[Node]]) -> None:
+    async def _commit(self, changed: list[Node], events: list[Event], launch: list[Launch]) -> None:
         """Make the batch durable, announce it, then start what it unblocked (in that order)."""
         if self._replan.graph_changed:
             self._replan.graph_changed = False
@@ -318,12 +319,13 @@ class GraphRuntime:
             await self._emit(event)
         if self._cancelled:  # e.g. the lease was lost while saving: start nothing more
             return
-        for group in launch:
-            if len(group) == 1:
-                self._spawn(self._exec.node_worker(group[0]), f"saber-node-{group[0].id}")
+        for start in launch:
+            if start.race is None:
+                self._spawn(self._exec.node_worker(start.nodes[0]), f"saber-node-{start.nodes[0].id}")
             else:
-                name = group[0].race_group or ""
-                self._spawn(self._exec.race_worker(name, group), f"saber-race-{name}")
+                race = self._exec.race(start.race, start.nodes)
+                self._state.race_started(start.race, race)
+                self._spawn(self._exec.race_worker(race), f"saber-race-{start.race}")
 
     def _requeue(self, batch: list[_Message]) -> None:
         for message in batch:

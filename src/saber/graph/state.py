@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from saber.events import Event, NodeDone, RaceWon, Step
 from saber.graph.config import GraphConfig
@@ -16,6 +17,20 @@ from saber.graph.taskgraph import GraphError, TaskGraph, find_cycle
 from saber.graph.tool_output import jsonable
 
 _OBSERVATION_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What the scheduler starts: one node, or the members of race group ``race`` as one race."""
+
+    nodes: list[Node]
+    race: str | None = None
+
+
+class JoinableRace(Protocol):
+    """A race under way (``graph.races.Race``) as the scheduler's bookkeeping sees it."""
+
+    def join(self, node: Node) -> bool: ...
 
 
 class GraphState:
@@ -30,6 +45,13 @@ class GraphState:
         self._winner_of: dict[str, str] = {}
         """race loser id → winner id (their dependents receive the winner's result)."""
         self._ready: deque[str] = deque()
+        self.races_may_grow = False
+        """True while the plan streams: a race group may gain members after its race started,
+        so it starts with the members it has and the others join it (``Race.join``)."""
+        self._races: dict[str, JoinableRace] = {}
+        """race group → its race under way (until its outcome is applied)."""
+        self._late: dict[str, list[str]] = {}
+        """race group → members ready after its race was decided, before its outcome arrived."""
         for node in graph:
             if node.status is NodeStatus.RUNNING:
                 node.status = NodeStatus.PENDING
@@ -117,9 +139,10 @@ class GraphState:
 
     # -- readiness --------------------------------------------------------------------------------
 
-    def settle(self, changed: list[Node], events: list[Event]) -> list[list[Node]]:
-        """Skip ready nodes a failure blocks; return what to launch now (a race group as one list)."""
-        launch: list[list[Node]] = []
+    def settle(self, changed: list[Node], events: list[Event]) -> list[Launch]:
+        """Skip ready nodes a failure blocks; hand ready members to their race under way;
+        return what to launch now (a race group as one Launch)."""
+        launch: list[Launch] = []
         while self._ready:
             node = self.graph[self._ready.popleft()]
             if node.status is not NodeStatus.PENDING:
@@ -128,17 +151,44 @@ class GraphState:
             if reason is not None:
                 self._finish_node(node, NodeStatus.SKIPPED, None, reason, changed, events)
                 continue
+            won = self._race_won(node)
+            if won is not None:  # written after its group's race was won
+                self._winner_of[node.id] = won
+                self._finish_node(node, NodeStatus.SKIPPED, None, f"lost race '{node.race_group}' to {won} "
+                                  "(decided before this member could start)", changed, events)
+                continue
+            race = self._races.get(node.race_group or "") if self.config.enable_racing else None
+            if race is not None:
+                if race.join(node):
+                    self._start(node)
+                elif node.id not in self._late.setdefault(node.race_group or "", []):
+                    self._late[node.race_group or ""].append(node.id)  # settled with the race's outcome
+                continue
             group = self._pending_group(node)
             if len(group) <= 1:
-                launch.append([node])
-            elif all(self._waiting[m.id] == 0 and self._blocked(m) is None for m in group):
-                launch.append(group)
+                growing = self.races_may_grow and node.race_group and self.config.enable_racing
+                launch.append(Launch([node], race=node.race_group if growing else None))
+            elif all(self._waiting[m.id] == 0 and self._blocked(m) is None for m in group) or self.races_may_grow:
+                ready = [m for m in group if self._waiting[m.id] == 0 and self._blocked(m) is None]
+                launch.append(Launch(ready, race=node.race_group))
             else:
                 continue  # held until the last member of its race group is ready
-            for member in launch[-1]:
-                member.status = NodeStatus.RUNNING
-                self.running.add(member.id)
+            for member in launch[-1].nodes:
+                self._start(member)
         return launch
+
+    def _race_won(self, node: Node) -> str | None:
+        if not node.race_group or node.race_group not in self._groups:
+            return None
+        return next((m for m in self._groups[node.race_group] if self.graph[m].status is NodeStatus.DONE), None)
+
+    def race_started(self, group: str, race: JoinableRace) -> None:
+        """The runtime started ``group``'s race: members ready from now on join it."""
+        self._races[group] = race
+
+    def _start(self, node: Node) -> None:
+        node.status = NodeStatus.RUNNING
+        self.running.add(node.id)
 
     def _pending_group(self, node: Node) -> list[Node]:
         if not node.race_group or not self.config.enable_racing:
@@ -167,6 +217,8 @@ class GraphState:
         return [node] if node.status is NodeStatus.FAILED else []
 
     def finish_race(self, race: RaceOutcome, changed: list[Node], events: list[Event]) -> list[Node]:
+        self._races.pop(race.group, None)
+        late = self._late.pop(race.group, [])
         failed: list[Node] = []
         for i, outcome in enumerate(race.outcomes):
             if i == 1 and race.winner is not None:  # race_won: after the winner's done, before the losers'
@@ -179,7 +231,22 @@ class GraphState:
         if race.winner is not None and len(race.outcomes) == 1:
             events.append(RaceWon(race_group=race.group, winner=race.winner,
                                   tool=self.graph[race.winner].target, losers=[]))
+        self._settle_late_members(race, late, changed, events)
         return failed
+
+    def _settle_late_members(self, race: RaceOutcome, late: list[str], changed: list[Node],
+                             events: list[Event]) -> None:
+        """Members the race did not run (written, or ready, after it was decided): with a winner
+        they lost; without one, they start a race of their own."""
+        members = self._groups.get(race.group, [])
+        rest = [m for m in members if self.graph[m].status is NodeStatus.PENDING]
+        if race.winner is None:
+            self._ready.extend(m for m in late if m in rest)
+            return
+        for member in rest:
+            self._winner_of[member] = race.winner
+            self._finish_node(self.graph[member], NodeStatus.SKIPPED, None, f"lost race '{race.group}' to "
+                              f"{race.winner} (decided before this member could start)", changed, events)
 
     def _finish_node(self, node: Node, status: NodeStatus, result: Any, error: str | None,
                      changed: list[Node], events: list[Event]) -> None:

@@ -7,9 +7,9 @@ says the plan is complete. All of it reaches the scheduler loop as messages, so 
 still changed from one place only.
 
 A node whose dependencies are all in the graph is added at once (and starts at once if they
-have finished); one naming a node not yet written waits here until that node arrives; members
-of a race group wait until the group is complete (a node outside the group follows it, or the
-plan ends), so the race starts with every member.
+have finished); one naming a node not yet written waits here until that node arrives. A race
+group starts with its first member; members written later join the race while it is undecided,
+and lose at once if it was already won (``GraphState.settle``).
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class NodeFeed:
             return False
         if isinstance(message, FeedClosed):
             self.open = False
+            self.state.races_may_grow = False
         else:
             self._waiting.extend(message.nodes)
         added = self._add_ready(events)
@@ -77,7 +78,7 @@ class NodeFeed:
         while progress:
             progress = False
             for node in list(self._waiting):
-                if not all(d in self.graph.nodes for d in node.depends_on) or self._race_incomplete(node):
+                if not all(d in self.graph.nodes for d in node.depends_on):
                     continue
                 group = [m for m in self._waiting if node.race_group and m.race_group == node.race_group] or [node]
                 for member in group:
@@ -91,13 +92,6 @@ class NodeFeed:
                 events.extend(NodeAdded(node=self.graph[m.id].to_dict()) for m in group)
                 added = progress = True
         return added
-
-    def _race_incomplete(self, node: Node) -> bool:
-        """A race group's members are held until another node follows them or the plan ends."""
-        if not node.race_group or not self.open:
-            return False
-        last = self._waiting[-1]
-        return last.race_group == node.race_group
 
     def _reconcile(self, message: FeedReconcile, changed: list[Node], events: list[Event]) -> None:
         for node_id, final in message.changed.items():

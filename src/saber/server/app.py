@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from saber.agent import Agent
-from saber.cluster import metrics_route
+from saber.cluster import metrics_route, tracing
 from saber.cluster.metrics import HttpMetrics
 from saber.cluster.serving import start_cluster
 from saber.config import Settings
@@ -36,6 +36,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
+            tracing.setup(settings)  # otel_endpoint: spans for requests, runs, model calls, nodes, tools
             built = agent if agent is not None else await asyncio.to_thread(Agent, settings)
         except Exception as exc:  # `saber serve` reports it in one line
             app.state.startup_error = f"{type(exc).__name__}: {exc}"
@@ -61,6 +62,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
                 await built.aclose()
             owners.close()
             app.state.agent = None
+            await asyncio.to_thread(tracing.flush)
 
     app = FastAPI(title="Saber", version="0.1.0", lifespan=lifespan,
                   description="Saber's agent over HTTP: REST + Server-Sent Events, and an OpenAI-compatible endpoint.")

@@ -20,6 +20,7 @@ from starlette.types import Message
 
 from saber.agent import Agent
 from saber.cluster.metrics import RunObserver
+from saber.cluster.tracing import LocalRunTrace
 from saber.events import Done, Event
 from saber.server.errors import ApiError
 from saber.server.eventlog import EventLog
@@ -101,26 +102,33 @@ class RunManager:
             raise ApiError(409, "conflict", f"task id {run.task_id!r} already exists: choose a new one")
         self._runs[run.task_id] = run  # counted against the user's limit from now on
         self._runs.move_to_end(run.task_id)
+        trace = LocalRunTrace(run.task_id, run.kind)
         try:
-            stream = source()
-            first = await anext(aiter(stream))
+            with trace.current():
+                stream = source()
+                first = await anext(aiter(stream))
+                run.pump = asyncio.create_task(self._pump(run, stream, trace), name=f"saber-server-run-{run.task_id}")
         except BaseException:
+            trace.end()
             if previous is not None:
                 self._runs[run.task_id] = previous
             else:
                 del self._runs[run.task_id]
             raise
-        run.log.append(first.type, first.data)
-        run.observer.observe(first.type, first.data)
-        run.pump = asyncio.create_task(self._pump(run, stream), name=f"saber-server-run-{run.task_id}")
+        self._record(run, trace, first)
         return run
 
-    async def _pump(self, run: TaskRun, stream: AsyncIterator[Event]) -> None:
+    @staticmethod
+    def _record(run: TaskRun, trace: LocalRunTrace, event: Event) -> None:
+        run.log.append(event.type, event.data)
+        run.observer.observe(event.type, event.data)
+        trace.observe(event.type, event.data)
+
+    async def _pump(self, run: TaskRun, stream: AsyncIterator[Event], trace: LocalRunTrace) -> None:
         try:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for event in stream:
-                    run.log.append(event.type, event.data)
-                    run.observer.observe(event.type, event.data)
+                    self._record(run, trace, event)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # the agent turns failures into events; this is a bug, still end the stream
@@ -129,6 +137,7 @@ class RunManager:
         finally:
             if run.log.last("done") is None:
                 run.log.append("done", Done(answer="", mode="chat", task_id=run.task_id, interrupted=True).data)
+            trace.end()
             run.log.close()
             self._forget_old()
 

@@ -111,6 +111,21 @@ async def test_a_node_naming_a_later_written_node_waits_for_it(
     assert {e.id: e.status for e in events if isinstance(e, NodeDone)} == dict.fromkeys(["n1", "n2", "n3", "n4"], "done")
 
 
+async def test_a_race_starts_with_its_first_member_and_one_written_after_it_was_won_loses_unrun(
+        fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
+    first = {**N1, "race_group": "weather"}
+    late = {**N3, "params": {"city": "Paris"}, "race_group": "weather"}
+    fake_llm.queue(FakeReply(text=plan_text(first, N2, N4, late), chunk_delay=0.02), "Sunny in Paris.")
+    answer = await streamed_agent().ask("weather in Paris", user_id="u1", mode="react")
+    events = answer.events
+    assert index(events, NodeDone, "n1") < next(i for i, e in enumerate(events)
+                                                if isinstance(e, NodeAdded) and e.node["id"] == "n3")
+    done = {e.id: (e.status, e.error) for e in events if isinstance(e, NodeDone)}
+    assert done["n1"] == ("done", None) and done["n3"][0] == "skipped" and "lost race 'weather' to n1" in str(done["n3"][1])
+    assert CALLS.count(("get_weather", "Paris")) == 1  # the late member never ran
+    assert [(e.winner, e.race_group) for e in events if e.type == "race_won"] == [("n1", "weather")]
+
+
 async def test_a_stream_broken_mid_plan_keeps_what_ran_and_the_rules_supply_the_rest(
         fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
     text = plan_text(N1, N2, N3)

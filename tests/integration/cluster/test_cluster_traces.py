@@ -5,18 +5,15 @@ queue (PostgreSQL) and event stream (Redis)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 from cluster_helpers import REDIS_URL
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from saber.agent import Agent
-from saber.cluster import tracing
 from saber.cluster.metrics import exposition
 from saber.cluster.runtime import Cluster
 from saber.config import Settings
@@ -26,17 +23,10 @@ from saber.tools import tool
 
 pytestmark = pytest.mark.postgres
 
-EXPORTER = InMemorySpanExporter()
-
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
-    tracing.enable(provider)
-    EXPORTER.clear()
-    yield EXPORTER
-    tracing._enabled = False
+def spans(otel_spans: InMemorySpanExporter) -> InMemorySpanExporter:
+    return otel_spans
 
 
 @tool

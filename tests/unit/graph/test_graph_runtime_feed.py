@@ -9,7 +9,7 @@ from graph_testkit import Gate, Recorder, fn_tool
 
 from saber.events import Error, Event, NodeAdded, NodeDone, RaceWon
 from saber.graph import GraphRuntime, Node, NodeStatus
-from saber.tools import Tool
+from saber.tools import Tool, ToolError
 
 
 def gated(*names: str) -> tuple[dict[str, Gate], dict[str, Tool]]:
@@ -98,26 +98,99 @@ async def test_reconcile_skips_a_dropped_pending_node_and_reports_a_finished_one
     assert any("n1 was already done before the final plan changed it" in m for m in errors)
 
 
-async def test_a_race_group_starts_with_every_member_once_it_is_complete() -> None:
+async def test_a_race_group_starts_with_its_first_member_and_a_later_one_joins_while_undecided() -> None:
     gates, tools = gated("fast", "slow")
     events = Recorder()
     runtime = GraphRuntime([], tools, on_event=events)
     runtime.open_feed()
     run = asyncio.create_task(runtime.run())
-    runtime.add_nodes([Node(id="r1", tool="fast", params={"key": "1"}, race_group="g")])
-    await asyncio.sleep(0.01)
-    assert gates["fast"].calls == []  # the group may still grow
-    runtime.add_nodes([Node(id="r2", tool="slow", params={"key": "2"}, race_group="g"),
+    runtime.add_nodes([Node(id="r1", tool="slow", params={"key": "1"}, race_group="g")])
+    await gates["slow"].started_event("1").wait()  # started alone: the group may still grow
+    runtime.add_nodes([Node(id="r2", tool="fast", params={"key": "2"}, race_group="g"),
                        Node(id="n3", tool="fast", params={"key": "3"}, depends_on=["r1"])])
-    await gates["fast"].started_event("1").wait()
-    await gates["slow"].started_event("2").wait()
-    gates["fast"].release_event("1").set()
+    await gates["fast"].started_event("2").wait()  # joined the race under way
+    gates["fast"].release_event("2").set()
+    await gates["fast"].started_event("3").wait()  # r1 lost: n3 receives the winner's result
     gates["fast"].release_event("3").set()
     runtime.close_feed()
     result = await run
     won = [e for e in events.events if isinstance(e, RaceWon)]
-    assert won and won[0].winner == "r1" and result.nodes["r2"].status is NodeStatus.SKIPPED
-    assert gates["slow"].cancelled == ["2"]
+    assert len(won) == 1 and won[0].winner == "r2" and won[0].losers == ["r1"]
+    assert result.nodes["r1"].status is NodeStatus.SKIPPED and "lost race 'g' to r2" in (result.nodes["r1"].error or "")
+    assert gates["slow"].cancelled == ["1"] and result.nodes["n3"].status is NodeStatus.DONE
+
+
+async def test_a_member_written_after_its_race_was_won_loses_without_running() -> None:
+    gates, tools = gated("fast", "slow")
+    events = Recorder()
+    won = asyncio.Event()
+
+    def record(event: Event) -> None:
+        events(event)
+        if isinstance(event, RaceWon):
+            won.set()
+
+    runtime = GraphRuntime([], tools, on_event=record)
+    runtime.open_feed()
+    run = asyncio.create_task(runtime.run())
+    runtime.add_nodes([Node(id="r1", tool="fast", params={"key": "1"}, race_group="g")])
+    gates["fast"].release_event("1").set()
+    await won.wait()  # the race's outcome is applied
+    runtime.add_nodes([Node(id="r2", tool="slow", params={"key": "2"}, race_group="g"),
+                       Node(id="n3", tool="fast", params={"key": "3"}, depends_on=["r2"])])
+    gates["fast"].release_event("3").set()
+    runtime.close_feed()
+    result = await run
+    assert gates["slow"].calls == []
+    assert result.nodes["r2"].status is NodeStatus.SKIPPED and "lost race 'g' to r1" in (result.nodes["r2"].error or "")
+    assert result.nodes["n3"].status is NodeStatus.DONE and gates["fast"].calls == ["1", "3"]
+    assert result.nodes["n3"].result == "ok:3" and result.status == "done"
+
+
+async def test_a_member_written_after_every_racer_failed_starts_a_race_of_its_own() -> None:
+    gates, tools = gated("good")
+    failed = asyncio.Event()
+
+    def broken(args: dict[str, object]) -> str:
+        raise ToolError("backend down", retryable=False)
+
+    tools["bad"] = fn_tool("bad", broken, {"type": "object", "properties": {"key": {"type": "string"}}})
+    events = Recorder()
+
+    def record(event: Event) -> None:
+        events(event)
+        if isinstance(event, NodeDone) and event.id == "r1":
+            failed.set()
+
+    runtime = GraphRuntime([], tools, on_event=record)
+    runtime.open_feed()
+    run = asyncio.create_task(runtime.run())
+    runtime.add_nodes([Node(id="r1", tool="bad", params={"key": "1"}, race_group="g")])
+    await failed.wait()
+    runtime.add_nodes([Node(id="r2", tool="good", params={"key": "2"}, race_group="g")])
+    await gates["good"].started_event("2").wait()
+    gates["good"].release_event("2").set()
+    runtime.close_feed()
+    result = await run
+    assert result.nodes["r1"].status is NodeStatus.FAILED and result.nodes["r2"].status is NodeStatus.DONE
+    assert [e.winner for e in events.events if isinstance(e, RaceWon)] == ["r2"]
+
+
+async def test_a_whole_plan_still_holds_a_race_until_every_member_is_ready() -> None:
+    gates, tools = gated("a", "fast", "slow")
+    runtime = GraphRuntime([Node(id="n0", tool="a", params={"key": "0"}),
+                            Node(id="r1", tool="fast", params={"key": "1"}, race_group="g"),
+                            Node(id="r2", tool="slow", params={"key": "2"}, race_group="g", depends_on=["n0"])], tools)
+    run = asyncio.create_task(runtime.run())
+    await gates["a"].started_event("0").wait()
+    await asyncio.sleep(0.01)
+    assert gates["fast"].calls == []  # not streamed: the race starts with every member
+    gates["a"].release_event("0").set()
+    await gates["slow"].started_event("2").wait()
+    await gates["fast"].started_event("1").wait()
+    gates["fast"].release_event("1").set()
+    result = await run
+    assert result.nodes["r1"].status is NodeStatus.DONE and gates["slow"].cancelled == ["2"]
 
 
 async def test_feeding_a_runtime_without_open_feed_is_refused() -> None:

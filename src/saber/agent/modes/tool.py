@@ -57,7 +57,7 @@ async def run_tool(turn: Turn, node: Node) -> str:
     done = run.nodes[node.id]
     ok = done.status is NodeStatus.DONE
     await turn.emit(ToolCallEvent(tool_name=node.tool or "", params=done.params, tool_result=done.result if ok else None,
-                                  error=None if ok else done.error))
+                                  error=None if ok else done.error, duration_ms=done.duration_ms))
     result_text = as_text(done.result) if ok else f"ERROR: {done.error}"
     if turn.lang == "zh":
         prompt = f"用户问：{turn.query}\n工具 {node.tool} 返回结果：{result_text}\n请根据结果自然地回答用户。"
