@@ -117,7 +117,8 @@ def sse(response: httpx.Response) -> Iterator[tuple[int, str, dict[str, Any]]]:
 
 def plan_reply(body: dict[str, Any]) -> str:
     """The fake model: a planner request gets a plan of witness steps for the task named in the
-    query ("job <task> of <user> steps <n> [slow]"); anything else gets a short answer."""
+    query ("job <task> of <user> steps <n> [slow] [report]"; with "report", a last step saves a
+    document with write_document); anything else gets a short answer."""
     messages = body.get("messages") or []
     text = " ".join(str(m.get("content") or "") for m in messages)
     if "task planner" not in text:
@@ -128,4 +129,8 @@ def plan_reply(body: dict[str, Any]) -> str:
     seconds = 3.0 if "slow" in words else 0.4
     plan = [{"id": f"n{i}", "tool": "witness", "params": {"task": task, "user": user, "step": f"n{i}", "seconds": seconds},
              "depends_on": [f"n{i - 1}"] if i > 1 else []} for i in range(1, steps + 1)]
+    if "report" in words:
+        plan.append({"id": f"n{steps + 1}", "tool": "write_document", "depends_on": [f"n{steps}"],
+                     "params": {"title": f"report {task}", "content_md": f"# Report {task}\n\nAll {steps} steps of "
+                                f"{task} for {user} finished."}})
     return json.dumps(plan)
