@@ -144,6 +144,26 @@ def test_a_three_branch_plan_with_a_race_is_drawn_and_every_node_reaches_its_fin
     assert not page.errors
 
 
+def test_a_streamed_plan_is_drawn_node_by_node_while_the_planner_writes_it(live: Any, page: Any,
+                                                                           script: ModelScript) -> None:
+    script.plan = FakeReply(text=THREE_BRANCH_PLAN, chunk_delay=0.08)  # about 7 s of planning
+    script.answer = "The Nile measures 42."
+    server = live(tools=TOOLS)
+    page.goto(server.url)
+    page.get_by_test_id("mode").select_option("react")
+    send(page, "look up rivers in two sources, measure the Nile and summarise")
+    page.wait_for_selector("[data-node-id=n1]")
+    assert page.locator("[data-node-id=n4]").count() == 0, "the first node is drawn before the last is written"
+    page.wait_for_selector("[data-node-id=n1][data-status=done]")
+    assert page.locator("[data-node-id=n4]").count() == 0, "it ran before the plan was complete"
+    page.wait_for_selector("[data-testid=answer]:has-text('The Nile measures 42.')", timeout=30000)
+    wait_until(lambda: page.locator("[data-node-id=n4]").get_attribute("data-status") == "done")
+    assert page.locator("path.edge[data-from=n3][data-to=n4]").count() == 1
+    assert page.locator("[data-race-group=facts]").get_attribute("data-winner") == "n1"
+    assert page.locator("[data-node-id=n2]").get_attribute("data-status") in ("skipped", "cancelled")
+    assert not page.errors
+
+
 def test_stop_cancels_a_long_task_and_marks_it_cancelled(live: Any, page: Any, script: ModelScript) -> None:
     script.plan = json.dumps([{"id": "n1", "type": "tool", "tool": "wait_long", "params": {"seconds": 60}, "depends_on": []}])
     script.answer = "never written"
