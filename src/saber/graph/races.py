@@ -98,7 +98,7 @@ class Race:
         """Start who may start now, then wait for racers to finish (empty: a member joined, or
         the hedge delay passed and the next one was started)."""
         hedge = self._config.hedge
-        while self._waiting and (hedge is None or not running):  # no hedging, or nobody left running
+        while self._waiting and hedge is None:  # hedged members start on the delay or a failure
             start_next()
         wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._wake = wake
