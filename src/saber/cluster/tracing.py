@@ -16,11 +16,14 @@ Without the extra installed and nothing configured, every function here is a che
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from saber.config import ConfigError, Settings
+
+log = logging.getLogger(__name__)
 
 _enabled = False
 _exporting: Any = None
@@ -56,13 +59,31 @@ def setup(settings: Settings) -> None:
         raise ConfigError("otel_endpoint is set but the OpenTelemetry SDK is not installed: "
                           "pip install 'saber[otel]'") from None
     global _exporting
+
+    class ReportingExporter(OTLPSpanExporter):
+        """Says once, naming the endpoint, when spans cannot be sent (and again when they can)."""
+
+        failing = False
+
+        def export(self, spans: Any) -> Any:
+            result = super().export(spans)
+            failed = result.name != "SUCCESS"
+            if failed and not self.failing:
+                log.warning("traces: could not export %d span(s) to %s (is the collector running?); "
+                            "requests are not affected", len(spans), url)
+            elif self.failing and not failed:
+                log.warning("traces: exporting to %s again", url)
+            self.failing = failed
+            return result
+
+    url = endpoint.rstrip("/") + "/v1/traces"
     provider = TracerProvider(resource=Resource.create({"service.name": settings.otel_service_name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")))
+    provider.add_span_processor(BatchSpanProcessor(ReportingExporter(endpoint=url, timeout=3)))
     enable(provider)
     _exporting = provider
 
 
-def flush(timeout_seconds: float = 5.0) -> None:
+def flush(timeout_seconds: float = 2.0) -> None:
     """Export the spans still batched (blocking: call it in a thread). A process must not rely on
     the SDK's exit hook: uvicorn ends a SIGTERM'd server by raising the signal again, and no
     exit hook runs then."""

@@ -31,6 +31,7 @@ def worker_command(
     """Run queued requests (distributed mode: database_url and redis_url set)."""
     from saber.config import Settings
 
+    logging.getLogger("saber").setLevel(logging.WARNING)  # a worker's operator sees its warnings
     settings = Settings.load()
     if not (settings.database_url and settings.redis_url):
         raise UsageError("saber worker needs the distributed mode: set database_url (PostgreSQL) and redis_url "

@@ -118,6 +118,7 @@ def serve_command(
     check_host(host, keys, insecure_no_auth)
     from saber.server.app import create_app
 
+    logging.getLogger("saber").setLevel(logging.WARNING)  # a server's operator sees its warnings
     logging.getLogger("saber.server.access").setLevel(logging.INFO)
     if not logging.getLogger().handlers or logging.getLogger().level > logging.INFO:
         handler = logging.StreamHandler()

@@ -74,5 +74,6 @@ def test_unknown_objects_are_named_never_repr_d_and_cycles_are_cut() -> None:
 def test_events_keep_their_shape() -> None:
     event = ToolCallEvent(tool_name="t", params={"at": dt.date(2026, 1, 1)}, tool_result=Opaque())
     assert json.loads(dumps(event)) == {"type": "tool_call", "data": {
-        "tool_name": "t", "params": {"at": "2026-01-01"}, "tool_result": {"type": f"{__name__}.Opaque"}, "error": None}}
+        "tool_name": "t", "params": {"at": "2026-01-01"}, "tool_result": {"type": f"{__name__}.Opaque"}, "error": None,
+        "duration_ms": 0.0}}
     assert json.loads(dumps(Done(answer="好", mode="chat", task_id="t").data))["answer"] == "好"
