@@ -115,14 +115,6 @@ class Race:
         return finished
 
 
-async def run_race(
-    group: str, members: Sequence[Node], run_node: RunNode, config: GraphConfig,
-    report: Callable[[RaceOutcome], None],
-) -> None:
-    """Run ``members`` as a race that no one joins (see ``Race``)."""
-    await Race(group, members, run_node, config, report).run()
-
-
 def _outcome(
     group: str, members: Sequence[Node], winner: NodeOutcome | None, outcomes: dict[str, NodeOutcome],
     started: dict[str, float], timed_out: bool, config: GraphConfig,
