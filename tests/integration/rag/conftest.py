@@ -35,7 +35,8 @@ def _reset_pg(url: str) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS rag_chunks, rag_sections, rag_document_versions, rag_documents, rag_meta, "
+        conn.execute("DROP TABLE IF EXISTS rag_chunks, rag_chunk_removals, rag_sections, rag_document_versions, rag_documents, "
+                     "rag_meta, "
                      "saber_schema_version")  # the next store to open migrates it afresh
 
 

@@ -1,8 +1,9 @@
 """The embedded store: tables prefixed ``rag_`` in the app's one SQLite file (WAL, busy timeout),
 on the pool ``saber.db`` keeps for that file.
 
-Vectors are float32 blobs; search is a brute-force cosine over all of them with numpy (a matrix
-product, the matrix cached until the store's revision changes). That is exact and fast enough up
+Vectors are float32 blobs (NULL until the vector filler embeds the chunk); search is a
+brute-force cosine over the embedded chunks with numpy (a matrix product, the matrix cached until
+a write or a vector fill changes it). That is exact and fast enough up
 to about 100k chunks (~150 MB of vectors at 384 dimensions); past that, use PostgreSQL + pgvector.
 """
 
@@ -24,7 +25,7 @@ class SQLiteStore(SqlStore):
 
     def __init__(self, path: str | Path, *, pool_size: int | None = None) -> None:
         self.path = Path(path)
-        self._matrix: tuple[int, np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
+        self._matrix: tuple[tuple[str, ...], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
         super().__init__(str(path), pool_size=pool_size)
 
     def _vector_param(self, vector: Vectors) -> Any:
@@ -38,19 +39,22 @@ class SQLiteStore(SqlStore):
         cur.execute(
             "CREATE TABLE rag_chunks (id INTEGER PRIMARY KEY AUTOINCREMENT, document_id TEXT NOT NULL, "
             "section_ordinal INTEGER NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL, "
-            "tokens TEXT NOT NULL, embedding BLOB NOT NULL)"
+            "tokens TEXT NOT NULL, embedding BLOB, heading TEXT NOT NULL DEFAULT '', rev INTEGER NOT NULL DEFAULT 0)"
         )
         cur.execute("CREATE INDEX IF NOT EXISTS rag_chunks_document ON rag_chunks (document_id)")
+        cur.execute("CREATE INDEX IF NOT EXISTS rag_chunks_rev ON rag_chunks (rev)")
+        cur.execute("CREATE INDEX IF NOT EXISTS rag_chunks_pending ON rag_chunks (id) WHERE embedding IS NULL")
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         with self._cursor() as cur:
-            revision = int(cur.execute("SELECT value FROM rag_meta WHERE key = 'revision'").fetchone()[0])
+            revision = tuple(str(r[0]) for r in cur.execute(
+                "SELECT value FROM rag_meta WHERE key IN ('revision', 'vectors') ORDER BY key").fetchall())
             cached = self._matrix
             if cached is not None and cached[0] == revision:
                 return cached[1], cached[2]
             if not self._has_chunk_table(cur):
                 return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-            rows = cur.execute("SELECT id, embedding FROM rag_chunks ORDER BY id").fetchall()
+            rows = cur.execute("SELECT id, embedding FROM rag_chunks WHERE embedding IS NOT NULL ORDER BY id").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if rows:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
