@@ -65,6 +65,7 @@ class RagEngine:
         generator: ChatModel | None = None,
         batch_size: int = 32,
         candidates: int = 30,
+        background_vectors: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -74,6 +75,9 @@ class RagEngine:
         self.generator = generator
         self.batch_size = batch_size
         self.candidates = candidates
+        self.background_vectors = background_vectors
+        """Whether ``wait=False`` ingests start the background filler (else their vectors wait for
+        ``fill_vectors`` here or in another process)."""
         self._lock = threading.Lock()
         self._keyword_lock = threading.Lock()
         self._bm25: tuple[int, BM25Index] | None = None
@@ -158,7 +162,8 @@ class RagEngine:
         if doc.embedded_count >= doc.chunk_count:
             return result
         if not wait:
-            self.fill_in_background()
+            if self.background_vectors:
+                self.fill_in_background()
             return result
         done = doc.embedded_count
 
