@@ -14,7 +14,7 @@ import numpy as np
 
 from saber.rag import RagEngine, open_store
 
-TEXT = "\n\n".join(f"Paragraph {i} is about the harbour crane number {i}." for i in range(12))
+TEXT = "\n\n".join(f"Paragraph {i} is about the harbour crane number {i}." for i in range(40))
 
 
 class HangingEmbedder:
