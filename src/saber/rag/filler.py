@@ -32,6 +32,7 @@ class VectorFiller:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._idle = threading.Event()
         self.filled = 0
         """Chunks embedded by this filler so far."""
         self.error: str | None = None
@@ -49,7 +50,12 @@ class VectorFiller:
             if not self.running:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
+            self._idle.clear()
         self._wake.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until a pass started after the last ``kick`` found nothing more to embed; False on timeout."""
+        return self._idle.wait(timeout)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -58,6 +64,8 @@ class VectorFiller:
             try:
                 self.filled += self._fill(self._stop)
                 self.error = None
+                if not self._wake.is_set():  # no kick during the pass: nothing is waiting
+                    self._idle.set()
             except Exception as exc:  # the embedder or the store: chunks stay pending, retried later
                 self.error = f"{type(exc).__name__}: {exc}"
                 log.warning("vector filler: %s (chunks stay keyword-searchable; retrying in %.0f s)",
