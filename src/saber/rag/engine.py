@@ -144,7 +144,7 @@ class RagEngine:
             return self._vectors_for(result, wait, on_progress) if index else result
         if not index:
             return self.store.save_document(doc, [], [])
-        sections, chunks = self._prepare(doc.title, text)
+        sections, chunks = self.chunk_text(doc.title, text)
         return self._vectors_for(self.store.save_document(doc, sections, chunks), wait, on_progress)
 
     def index_document(self, document_id: str, *, wait: bool = True, on_progress: Progress | None = None) -> IngestResult:
@@ -153,7 +153,7 @@ class RagEngine:
         if doc.indexed:
             return self._vectors_for(IngestResult(document=doc, status="unchanged", chunks=doc.chunk_count),
                                      wait, on_progress)
-        sections, chunks = self._prepare(doc.title, doc.content or "")
+        sections, chunks = self.chunk_text(doc.title, doc.content or "")
         stored = self.store.index_document(document_id, sections, chunks)
         return self._vectors_for(IngestResult(document=stored, status="indexed", chunks=len(chunks)), wait, on_progress)
 
@@ -177,7 +177,8 @@ class RagEngine:
         refreshed = self.store.find_by_hash(doc.content_hash)
         return result if refreshed is None else dataclasses.replace(result, document=refreshed)
 
-    def _prepare(self, title: str, text: str) -> tuple[list[str], list[ChunkRecord]]:
+    def chunk_text(self, title: str, text: str) -> tuple[list[str], list[ChunkRecord]]:
+        """The parent sections and child chunks (with their search tokens) a document is stored as."""
         self._ensure_embedding()
         sections = chunk_document(text, self.chunking)
         if not sections:
