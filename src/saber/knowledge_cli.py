@@ -262,6 +262,7 @@ def _resolve(engine: RagEngine, prefix: str) -> str:
 def docs_show(
     document_id: Annotated[str, typer.Argument(help="A document id, or any unique prefix of one.", show_default=False,
                                                   metavar="DOCUMENT_ID")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: the details, vectors and text.")] = False,
 ) -> None:
     """One document's details and text; into a file or a pipe, exactly the stored text."""
 
@@ -269,6 +270,9 @@ def docs_show(
         return engine.get_document(_resolve(engine, document_id))
 
     d = _with_engine(show)
+    if as_json:
+        print_json(d.to_dict(with_content=True))
+        return
     text = d.content or ""
     if not sys.stdout.isatty():
         write_raw(text)

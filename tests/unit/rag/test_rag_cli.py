@@ -76,6 +76,8 @@ def test_ingest_reports_keyword_speed_then_waits_for_the_vectors(app: typer.Type
 
 
 def test_ingest_no_wait_leaves_vectors_to_docs_index(app: typer.Typer, tmp_path: Path) -> None:
+    import json
+
     (tmp_path / "a.md").write_text("# Alpha\n\n" + "Alpha is the first letter of the Greek alphabet. " * 20,
                                    encoding="utf-8")
     runner = CliRunner()
@@ -84,6 +86,8 @@ def test_ingest_no_wait_leaves_vectors_to_docs_index(app: typer.Typer, tmp_path:
     assert "pending" in result.output and "saber docs index" in result.output
     [doc] = _listed(runner, app)
     assert doc["search"] == "keyword" and doc["embedded_chunks"] == 0
+    shown = json.loads(runner.invoke(app, ["docs", "show", "--json", str(doc["id"])]).output)
+    assert shown["search"] == "keyword" and shown["embedded_chunks"] == 0 and shown["content"].startswith("# Alpha")
     table = runner.invoke(app, ["docs", "list"])
     assert f"0/{doc['chunk_count']}" in table.output
     indexed = runner.invoke(app, ["docs", "index"])

@@ -11,7 +11,7 @@
 
 ``rag_chunks`` is created by the knowledge base once it knows the embedder (its vector column is
 sized for it), so it may not exist yet; when it does, it is altered here. SQLite cannot drop a
-NOT NULL constraint, so there the table is rebuilt (same ids, same rows).
+NOT NULL constraint, so there the table is rebuilt (same ids, same rows, the same next id).
 
 Revision ID: 0005
 Revises: 0004
@@ -55,8 +55,11 @@ def _rebuild_sqlite(bind: Any) -> None:
         "INSERT INTO rag_chunks_new (id, document_id, section_ordinal, ordinal, text, tokens, embedding) "
         "SELECT id, document_id, section_ordinal, ordinal, text, tokens, embedding FROM rag_chunks"
     )
+    issued = bind.exec_driver_sql("SELECT seq FROM sqlite_sequence WHERE name = 'rag_chunks'").scalar()
     bind.exec_driver_sql("DROP TABLE rag_chunks")
     bind.exec_driver_sql("ALTER TABLE rag_chunks_new RENAME TO rag_chunks")
+    if issued is not None:  # ids are never reused: a filler's claim must not match a newer chunk
+        bind.exec_driver_sql("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'rag_chunks'", (int(issued),))
     bind.exec_driver_sql("CREATE INDEX IF NOT EXISTS rag_chunks_document ON rag_chunks (document_id)")
 
 
