@@ -119,16 +119,14 @@ def test_a_replaced_documents_old_chunks_never_get_vectors(store_factory: StoreF
     writer.close()
 
 
-@pytest.mark.postgres
-@pytest.mark.slow
-def test_two_fillers_on_postgres_never_embed_the_same_chunk(pgvector_url: str) -> None:
-    from saber.rag import open_store
-
+def test_two_fillers_never_embed_the_same_chunk(store_factory: StoreFactory) -> None:
+    """Two fillers (two connections, as two processes) each hold a batch at the same moment: on
+    PostgreSQL locked rows are skipped, on SQLite claimed rows are left out of the next claim."""
     barrier = threading.Barrier(2, timeout=30)  # both fillers hold a batch at the same moment
     embedders = [GatedEmbedder(barrier), GatedEmbedder(barrier)]
-    writer = RagEngine(open_store(pgvector_url), HashingEmbedder(64), background_vectors=False)
+    writer = RagEngine(store_factory(), HashingEmbedder(64), background_vectors=False)
     doc = writer.ingest_text("Cranes", CRANES, wait=False).document
-    engines = [RagEngine(open_store(pgvector_url), e, batch_size=3) for e in embedders]
+    engines = [RagEngine(store_factory(), e, batch_size=3) for e in embedders]
     for e in embedders:
         e.gate.set()
     counts: list[int] = []
@@ -151,6 +149,19 @@ def test_two_fillers_on_postgres_never_embed_the_same_chunk(pgvector_url: str) -
     assert sum(counts) == doc.chunk_count and writer.pending_count() == 0
     for engine in (*engines, writer):
         engine.close()
+
+
+def test_a_failed_batch_releases_its_claim(store_factory: StoreFactory) -> None:
+    writer = RagEngine(store_factory(), HashingEmbedder(64), background_vectors=False)
+    doc = writer.ingest_text("Cranes", CRANES, wait=False).document
+
+    def broken(texts: list[str]) -> np.ndarray:
+        raise RuntimeError("embedder down")
+
+    with pytest.raises(RuntimeError, match="embedder down"):
+        writer.store.fill_pending(broken, 3)
+    assert writer.fill_vectors() == doc.chunk_count  # the same process claims them again at once
+    writer.close()
 
 
 def test_keyword_index_of_another_process_applies_only_the_changes(store_factory: StoreFactory,

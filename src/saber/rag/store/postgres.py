@@ -15,6 +15,7 @@ import numpy as np
 from saber.db import mask_url
 from saber.rag.documents import RagError
 from saber.rag.embedder import Vectors
+from saber.rag.store.base import Embed
 from saber.rag.store.sql import SqlStore
 
 
@@ -49,6 +50,15 @@ class PostgresStore(SqlStore):
             copy.set_types(["text", "int4", "int4", "text", "text", "text", "int8", "vector"])
             for row in rows:
                 copy.write_row(row)
+
+    def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
+        """The claimed rows stay locked while they are embedded: another filler skips them, and a
+        newer version of their document waits to delete them; a killed process's locks go with it."""
+        with self._cursor(write=True) as cur:
+            claimed = self._claim(cur, limit, document_id)
+            if claimed:
+                self._store_vectors(cur, [c for c, _ in claimed], embed([t for _, t in claimed]))
+        return len(claimed)
 
     def _has_chunk_table(self, cur: Any) -> bool:
         return cur.execute("SELECT to_regclass('rag_chunks') IS NOT NULL").fetchone()[0] is True

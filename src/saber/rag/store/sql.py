@@ -293,8 +293,10 @@ class SqlStore(ABC):
 
     # -- vectors filled after the write ----------------------------------------------------------
 
+    _claim_where = ""
+    """Added to the pending-chunk query's condition: chunks other fillers hold are not claimed (SQLite)."""
     _claim_lock = ""
-    """Appended to the pending-chunk query: PostgreSQL locks the rows it claims (SKIP LOCKED)."""
+    """Appended to the pending-chunk query: the claimed rows are locked, others' skipped (PostgreSQL)."""
 
     def pending_count(self, document_id: str | None = None) -> int:
         with self._cursor() as cur:
@@ -310,8 +312,8 @@ class SqlStore(ABC):
             return []
         where = "" if document_id is None else " AND document_id = ?"
         params: tuple[Any, ...] = (limit,) if document_id is None else (document_id, limit)
-        rows = self._exec(cur, f"SELECT id, heading, text FROM rag_chunks WHERE embedding IS NULL{where} "
-                               f"ORDER BY id LIMIT ?{self._claim_lock}", params).fetchall()
+        rows = self._exec(cur, f"SELECT id, heading, text FROM rag_chunks WHERE embedding IS NULL{where}"
+                               f"{self._claim_where} ORDER BY id LIMIT ?{self._claim_lock}", params).fetchall()
         return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else str(r[2])) for r in rows]
 
     def _store_vectors(self, cur: Any, ids: Sequence[int], vectors: Vectors) -> int:
@@ -322,23 +324,11 @@ class SqlStore(ABC):
         self._bump(cur, "vectors")
         return len(ids)
 
+    @abstractmethod
     def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
         """Embed up to ``limit`` chunks that have no vector yet (oldest first, of one document when
         given) with ``embed`` and store their vectors; returns how many were claimed (0: none left
         that this process may take)."""
-        if self._claim_lock:  # hold the row locks while embedding: no other process takes these chunks
-            with self._cursor(write=True) as cur:
-                claimed = self._claim(cur, limit, document_id)
-                if claimed:
-                    self._store_vectors(cur, [c for c, _ in claimed], embed([t for _, t in claimed]))
-            return len(claimed)
-        with self._cursor() as cur:  # SQLite: read, embed outside the single write lock, write what is still pending
-            claimed = self._claim(cur, limit, document_id)
-        if claimed:
-            vectors = embed([t for _, t in claimed])
-            with self._cursor(write=True) as cur:
-                self._store_vectors(cur, [c for c, _ in claimed], vectors)
-        return len(claimed)
 
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         if not ids:

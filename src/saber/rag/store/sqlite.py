@@ -9,19 +9,37 @@ to about 100k chunks (~150 MB of vectors at 384 dimensions); past that, use Post
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from saber.rag.embedder import Vectors
+from saber.rag.store.base import Embed
 from saber.rag.store.sql import SqlStore
+
+CLAIM_LEASE = 600.0
+"""Seconds a filler's claim on pending chunks lasts even if its process id is taken by another."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 class SQLiteStore(SqlStore):
     """The knowledge base in one SQLite file, with exact vector search in memory."""
 
     kind = "sqlite"
+    _claim_where = " AND id NOT IN (SELECT chunk_id FROM rag_embed_claims)"
 
     def __init__(self, path: str | Path, *, pool_size: int | None = None) -> None:
         self.path = Path(path)
@@ -44,6 +62,40 @@ class SQLiteStore(SqlStore):
         cur.execute("CREATE INDEX IF NOT EXISTS rag_chunks_document ON rag_chunks (document_id)")
         cur.execute("CREATE INDEX IF NOT EXISTS rag_chunks_rev ON rag_chunks (rev)")
         cur.execute("CREATE INDEX IF NOT EXISTS rag_chunks_pending ON rag_chunks (id) WHERE embedding IS NULL")
+
+    def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
+        """Claims are rows in ``rag_embed_claims`` (process id, lease), taken in a short write: the
+        write lock is not held while embedding, so ingests are never kept waiting. Every process
+        on a SQLite file runs on this machine, so a dead process's claims are taken over at once."""
+        with self._cursor(write=True) as cur:
+            if not self._has_chunk_table(cur):
+                return 0
+            self._expire_claims(cur)
+            claimed = self._claim(cur, limit, document_id)
+            cur.executemany("INSERT INTO rag_embed_claims (chunk_id, pid, until) VALUES (?, ?, ?)",
+                            [(cid, os.getpid(), time.time() + CLAIM_LEASE) for cid, _ in claimed])
+        if not claimed:
+            return 0
+        ids = [cid for cid, _ in claimed]
+        try:
+            vectors = embed([text for _, text in claimed])
+        except BaseException:
+            with self._cursor(write=True) as cur:
+                self._release(cur, ids)
+            raise
+        with self._cursor(write=True) as cur:
+            self._store_vectors(cur, ids, vectors)
+            self._release(cur, ids)
+        return len(claimed)
+
+    def _expire_claims(self, cur: Any) -> None:
+        pids = [int(r[0]) for r in cur.execute("SELECT DISTINCT pid FROM rag_embed_claims").fetchall()]
+        dead = [pid for pid in pids if not _alive(pid)]
+        cur.executemany("DELETE FROM rag_embed_claims WHERE pid = ?", [(pid,) for pid in dead])
+        cur.execute("DELETE FROM rag_embed_claims WHERE until < ?", (time.time(),))
+
+    def _release(self, cur: Any, ids: Sequence[int]) -> None:
+        cur.executemany("DELETE FROM rag_embed_claims WHERE chunk_id = ?", [(cid,) for cid in ids])
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         with self._cursor() as cur:

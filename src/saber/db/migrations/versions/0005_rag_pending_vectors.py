@@ -6,6 +6,8 @@
 - ``rag_chunks.rev`` is the knowledge-base revision that wrote the chunk, and
   ``rag_chunk_removals`` the chunks removed at each revision: a process's keyword index applies
   only what changed since the revision it holds, instead of reading every chunk's tokens.
+- ``rag_embed_claims`` (SQLite): the pending chunks a filler is embedding (its process id, a
+  lease), so two processes on one file do not embed the same chunk.
 - ``rag_meta`` gains ``vectors`` (bumped when vectors are written, for caches of the vectors) and
   ``removals_floor`` (removals older than it are pruned: an index older than that reloads).
 
@@ -74,6 +76,9 @@ def upgrade() -> None:
         )
     bind.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS rag_chunk_removals (rev {integer} NOT NULL, chunk_id {integer} NOT NULL)")
     bind.exec_driver_sql("CREATE INDEX IF NOT EXISTS rag_chunk_removals_rev ON rag_chunk_removals (rev)")
+    if not pg:  # PostgreSQL fillers lock the rows they claim instead
+        bind.exec_driver_sql("CREATE TABLE IF NOT EXISTS rag_embed_claims (chunk_id INTEGER PRIMARY KEY, "
+                             "pid INTEGER NOT NULL, until REAL NOT NULL)")
     if not _has_chunks(bind, pg):
         return
     if pg:
