@@ -6,7 +6,8 @@ Every write that adds or removes chunks first bumps the ``revision`` in ``rag_me
 PostgreSQL that row lock orders writers, so revisions commit in order), stamps the chunks it
 writes with it and logs the ids it removes in ``rag_chunk_removals``: ``keyword_changes`` hands
 a keyword index exactly what changed since the revision it holds. Chunks are written without
-vectors; ``fill_pending`` embeds them later (see ``saber.rag.filler``)."""
+vectors; each backend's ``fill_pending`` claims and embeds them later (see ``saber.rag.filler``).
+Chunk ids are never reused, so a vector written by id can only land on the chunk it was made for."""
 
 from __future__ import annotations
 
