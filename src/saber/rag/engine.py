@@ -38,6 +38,9 @@ Reranker = Callable[[str, Sequence[Hit]], Sequence[float]]
 Progress = Callable[[int, int], None]
 """Called with (chunks of the document embedded so far, its total chunks)."""
 
+CLAIMED_RETRY = 0.2
+"""Seconds between looks when a waiting ingest's chunks are being embedded by another filler."""
+
 GROUNDED_SYSTEM = (
     "Answer the question only from the provided context passages. If they do not contain the answer, "
     "say that the knowledge base does not contain it; never add facts from elsewhere. Cite passages as [n]."
@@ -173,7 +176,12 @@ class RagEngine:
             if on_progress is not None:
                 on_progress(min(done, doc.chunk_count), doc.chunk_count)
 
-        self.fill_vectors(document_id=doc.id, on_batch=batch)
+        idle = threading.Event()
+        while True:
+            self.fill_vectors(document_id=doc.id, on_batch=batch)
+            if not self.store.pending_count(doc.id):
+                break
+            idle.wait(CLAIMED_RETRY)  # another filler holds some of its chunks: they finish or are released
         refreshed = self.store.find_by_hash(doc.content_hash)
         return result if refreshed is None else dataclasses.replace(result, document=refreshed)
 

@@ -202,3 +202,13 @@ def test_a_keyword_index_older_than_the_removal_log_reloads(store_factory: Store
     assert reader.search("NodePort", 3, mode="keyword")[0].title == "K8s"
     writer.close()
     reader.close()
+
+
+def test_the_revision_grows_when_vectors_are_filled(store_factory: StoreFactory) -> None:
+    """Caches of search results (the agent's relevance threshold) key on it: a fill changes results."""
+    engine = RagEngine(store_factory(), HashingEmbedder(64), background_vectors=False)
+    engine.ingest_text("Tea", TEA, wait=False)
+    written = engine.store.revision()
+    engine.fill_vectors()
+    assert engine.store.revision() > written
+    engine.close()

@@ -138,3 +138,13 @@ async def test_write_document_run_again_by_a_resume_writes_once(engine: RagEngin
     assert other.nodes["n1"].result["status"] == "created", "another task writes its own document"
     assert len(engine.list_documents()) == 2
     await store.close()
+
+
+async def test_write_document_returns_keyword_searchable_and_its_vectors_follow(engine: RagEngine) -> None:
+    tools = _tools(engine)
+    out = await tools["write_document"].run({"title": "K8s report", "content_md": REPORT * 6})
+    assert out["indexed"] is True and out["search"] in ("keyword", "hybrid")
+    assert engine.search("NodePort", 3, mode="keyword")[0].document_id == out["document_id"]
+    assert engine._filler is not None and await asyncio.to_thread(engine._filler.wait_idle, 30)
+    read = await tools["read_document"].run({"document_id": out["document_id"]})
+    assert read["search"] == "hybrid" and read["embedded_chunks"] == read["chunk_count"] == out["chunks"]

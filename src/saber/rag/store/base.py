@@ -25,7 +25,8 @@ class KnowledgeStore(Protocol):
         ...
 
     def revision(self) -> int:
-        """A number that grows on every write of documents or chunks (from any process)."""
+        """A number that grows on every write of documents, chunks or vectors (from any process):
+        caches of search results key on it."""
         ...
 
     def chunk_count(self) -> int: ...

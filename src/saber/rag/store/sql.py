@@ -122,8 +122,10 @@ class SqlStore(ABC):
                 self._create_chunk_table(cur, dim)
 
     def revision(self) -> int:
+        """Writes of documents and chunks plus vector fills: it grows with either."""
         with self._cursor() as cur:
-            return int(self._meta(cur, "revision") or 0)
+            rows = self._exec(cur, "SELECT value FROM rag_meta WHERE key IN ('revision', 'vectors')").fetchall()
+        return sum(int(r[0]) for r in rows)
 
     def chunk_count(self) -> int:
         with self._cursor() as cur:
@@ -232,8 +234,6 @@ class SqlStore(ABC):
              None if vectors is None else self._vector_param(vectors[i]))
             for i, c in enumerate(chunks)
         ])
-        if vectors is not None:
-            self._bump(cur, "vectors")
         self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
 
     def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
