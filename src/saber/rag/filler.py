@@ -47,11 +47,11 @@ class VectorFiller:
         with self._lock:
             if self._stop.is_set():
                 return
+            self._idle.clear()
+            self._wake.set()
             if not self.running:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
-            self._idle.clear()
-        self._wake.set()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until a pass started after the last ``kick`` found nothing more to embed; False on timeout."""
@@ -64,8 +64,9 @@ class VectorFiller:
             try:
                 self.filled += self._fill(self._stop)
                 self.error = None
-                if not self._wake.is_set():  # no kick during the pass: nothing is waiting
-                    self._idle.set()
+                with self._lock:
+                    if not self._wake.is_set():  # no kick during the pass: nothing is waiting
+                        self._idle.set()
             except Exception as exc:  # the embedder or the store: chunks stay pending, retried later
                 self.error = f"{type(exc).__name__}: {exc}"
                 log.warning("vector filler: %s (chunks stay keyword-searchable; retrying in %.0f s)",
