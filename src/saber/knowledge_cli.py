@@ -1,4 +1,8 @@
-"""``saber ingest PATH...`` and ``saber docs list|show|rm`` (mounted by the main CLI).
+"""``saber ingest PATH...`` and ``saber docs list|show|rm|index`` (mounted by the main CLI).
+
+``saber ingest`` returns its files keyword-searchable first (and says how fast), then shows the
+vector filler's progress and waits until every chunk has its vector; ``--no-wait`` returns at
+once, Ctrl-C leaves the rest pending (exit 130): ``saber docs index`` or a running server fills it.
 
 Export: ``ingest_command`` (a function for ``app.command("ingest")``) and ``docs_app`` (a Typer
 sub-app for ``app.add_typer(docs_app, name="docs")``).
@@ -11,15 +15,28 @@ as rich markup; ``docs show ID > file`` writes the stored text exactly.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from saber.clikit.output import EXIT_USAGE, CLIError, err, line, out, plain, print_json, write_raw
+from saber.clikit.output import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CLIError,
+    err,
+    line,
+    out,
+    plain,
+    print_json,
+    write_raw,
+)
 
 if TYPE_CHECKING:
+    from saber.rag.documents import Document
     from saber.rag.engine import RagEngine
 
 docs_app = typer.Typer(help="List, show and remove knowledge-base documents.", no_args_is_help=True,
@@ -67,6 +84,8 @@ def _files(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)", show_default=False,
                                                 metavar="PATH")],
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Return once the files are keyword-searchable; their "
+                                          "vectors are made later (saber docs index, or a running server).")] = False,
 ) -> None:
     """Add files to the knowledge base; unchanged files are skipped, changed ones get a new version."""
     missing = [str(p) for p in paths if not p.exists()]
@@ -76,48 +95,112 @@ def ingest_command(
     if not files:
         raise CLIError("no supported files found (.txt .md .html .pdf .docx)")
     engine = _engine()
+    engine.background_vectors = False  # this command embeds after every file is searchable, and shows it
     try:
-        counts, chunks, failures = _ingest_all(engine, files)
+        started = time.perf_counter()
+        counts, chunks, size, failures = _ingest_all(engine, files)
+        seconds = time.perf_counter() - started
+        out().print(
+            f"{len(files)} file(s): {counts['created']} added, {counts['new_version']} new version(s), "
+            f"{counts['unchanged']} unchanged, {counts['failed']} failed; {chunks} chunk(s) indexed", markup=False
+        )
+        if size:
+            out().print(f"searchable by keyword after {seconds:.1f} s ({size / 1024:,.1f} KB, "
+                        f"{size / 1024 / max(seconds, 1e-6):,.1f} KB/s)", markup=False)
+        for message in failures:
+            err().print(line(("  ✗ ", "red"), message))
+        if no_wait:
+            pending = engine.pending_count()
+            if pending:
+                out().print(f"vectors: {pending} chunk(s) pending; {FINISH_HINT}", markup=False)
+        else:
+            _fill_with_progress(engine)
     finally:
-        engine.close()
-    out().print(
-        f"{len(files)} file(s): {counts['created']} added, {counts['new_version']} new version(s), "
-        f"{counts['unchanged']} unchanged, {counts['failed']} failed; {chunks} chunk(s) indexed", markup=False
-    )
-    for message in failures:
-        err().print(line(("  ✗ ", "red"), message))
+        engine.close(filler_timeout=0)
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} of {len(files)} file(s) could not be ingested (see above)")
 
 
-def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]) -> tuple[dict[str, int], int, list[str]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+FINISH_HINT = ("keyword search finds them now, vector search once embedded by `saber docs index` "
+               "or a running `saber serve`")
+
+
+def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]) -> tuple[dict[str, int], int, int, list[str]]:
+    """Write every file keyword-searchable (vectors left pending): counts, chunks, bytes written, failures."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from saber.rag.documents import RagError
 
     counts = {"created": 0, "new_version": 0, "unchanged": 0, "indexed": 0, "failed": 0}
-    chunks = 0
+    chunks = size = 0
     failures: list[str] = []
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err(), transient=True) as progress:
         overall = progress.add_task("files", total=len(files))
         for path, _named in files:
-            task = progress.add_task(f"  {path.name}", total=None)
-
-            def on_progress(done: int, total: int, task_id: TaskID = task) -> None:
-                progress.update(task_id, completed=done, total=total)
-
             try:
-                result = engine.ingest_file(path, on_progress=on_progress)
+                result = engine.ingest_file(path, wait=False)
             except RagError as exc:
                 counts["failed"] += 1
                 failures.append(str(exc))
             else:
                 counts[result.status] += 1
-                chunks += result.chunks if result.status != "unchanged" else 0
-            progress.remove_task(task)
+                if result.status != "unchanged":
+                    chunks += result.chunks
+                    size += path.stat().st_size
             progress.advance(overall)
-    return counts, chunks, failures
+    return counts, chunks, size, failures
+
+
+def _fill_with_progress(engine: RagEngine) -> None:
+    """Embed every pending chunk in a worker thread, showing progress; Ctrl-C leaves the rest pending."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = engine.pending_count()
+    if not total:
+        return
+    stop = threading.Event()
+    started = time.perf_counter()
+    try:
+        with Progress(TextColumn("vectors", markup=False), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err(), transient=True) as progress:
+            task = progress.add_task("vectors", total=total)
+            pending = total
+            while pending:
+                failure = _fill_pass(engine, stop, lambda left: progress.update(task, completed=total - left))
+                pending = engine.pending_count()
+                progress.update(task, completed=total - pending)
+                if failure is not None:
+                    raise CLIError(f"embedding failed: {failure}; {pending} chunk(s) still without vectors "
+                                   f"({FINISH_HINT})")
+                if pending:
+                    stop.wait(1.0)  # another process holds them (PostgreSQL): look again
+    except KeyboardInterrupt:
+        stop.set()
+        left = engine.pending_count()
+        err().print(f"interrupted: {left} chunk(s) still without vectors; {FINISH_HINT}", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    seconds = time.perf_counter() - started
+    out().print(f"vectors: {total} chunk(s) embedded in {seconds:.1f} s ({total / max(seconds, 1e-6):,.1f} chunks/s); "
+                "hybrid search ready", markup=False)
+
+
+def _fill_pass(engine: RagEngine, stop: threading.Event, show: Callable[[int], None]) -> str | None:
+    """One ``fill_vectors`` in a worker thread (the main thread stays free for Ctrl-C); its error, if any."""
+    failure: list[str] = []
+
+    def run() -> None:
+        try:
+            engine.fill_vectors(stop=stop)
+        except Exception as exc:  # reported to the user in one line; the chunks stay pending
+            failure.append(str(exc))
+
+    worker = threading.Thread(target=run, name="saber-ingest-vectors", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.5)
+        show(engine.pending_count())
+    return failure[0] if failure else None
 
 
 def _with_engine(use: Callable[[RagEngine], Any]) -> Any:
@@ -143,12 +226,30 @@ def docs_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON (
         out().print("the knowledge base is empty", markup=False)
         return
     short = shortest_unique(d.id for d in docs)
-    table = Table("id", "title", "type", "version", "chunks", "updated")
+    table = Table("id", "title", "type", "version", "chunks", "vectors", "updated")
     table.columns[0].no_wrap = True
     for d in docs:
         table.add_row(plain(short[d.id]), plain(d.title), plain(d.doc_type), str(d.version), str(d.chunk_count),
-                      d.updated_at.strftime("%Y-%m-%d %H:%M"))
+                      _vectors(d), d.updated_at.strftime("%Y-%m-%d %H:%M"))
     out().print(table)
+
+
+def _vectors(d: Document) -> str:
+    """Chunks with their vector out of all (the rest are keyword-searchable and wait for the filler)."""
+    return f"{d.embedded_count}/{d.chunk_count}" if d.indexed else "—"
+
+
+@docs_app.command("index")
+def docs_index() -> None:
+    """Embed the chunks still without vectors (after `ingest --no-wait`, an interrupted ingest or a killed process)."""
+    engine = _engine()
+    try:
+        if not engine.pending_count():
+            out().print("every chunk has its vector", markup=False)
+            return
+        _fill_with_progress(engine)
+    finally:
+        engine.close(filler_timeout=0)
 
 
 def _resolve(engine: RagEngine, prefix: str) -> str:
@@ -161,6 +262,7 @@ def _resolve(engine: RagEngine, prefix: str) -> str:
 def docs_show(
     document_id: Annotated[str, typer.Argument(help="A document id, or any unique prefix of one.", show_default=False,
                                                   metavar="DOCUMENT_ID")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: the details, vectors and text.")] = False,
 ) -> None:
     """One document's details and text; into a file or a pipe, exactly the stored text."""
 
@@ -168,12 +270,16 @@ def docs_show(
         return engine.get_document(_resolve(engine, document_id))
 
     d = _with_engine(show)
+    if as_json:
+        print_json(d.to_dict(with_content=True))
+        return
     text = d.content or ""
     if not sys.stdout.isatty():
         write_raw(text)
         return
     console = out()
-    console.print(line((d.title, "bold"), f"  ({d.doc_type}, version {d.version}, {d.chunk_count} chunks)"))
+    console.print(line((d.title, "bold"), f"  ({d.doc_type}, version {d.version}, {d.chunk_count} chunks, "
+                                          f"vectors {_vectors(d)}, search: {d.search})"))
     console.print(line(("id ", "dim"), d.id, ("  source ", "dim"), d.source or "—", ("  sha256 ", "dim"), d.content_hash))
     console.print()
     console.print(plain(text))

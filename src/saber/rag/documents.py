@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+SearchReadiness = Literal["none", "keyword", "hybrid"]
+
 ScoreKind = Literal["rrf", "cosine", "bm25", "rerank"]
 """What a hit's ``score`` is. None of them is a percentage:
 
@@ -88,8 +90,18 @@ class Document:
     indexed: bool = False
     """True when its chunks are in the retrieval index."""
     chunk_count: int = 0
+    embedded_count: int = 0
+    """Chunks that have their vector (the rest are keyword-searchable and wait for the vector filler)."""
     content: str | None = None
     """The full text; only filled by ``get_document``."""
+
+    @property
+    def search(self) -> SearchReadiness:
+        """How it can be found: ``none`` (stored, not indexed), ``keyword`` (vectors still being
+        filled: keyword search finds every chunk, vector search only the embedded ones) or ``hybrid``."""
+        if not self.indexed or not self.chunk_count:
+            return "none"
+        return "hybrid" if self.embedded_count >= self.chunk_count else "keyword"
 
     def to_dict(self, *, with_content: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -104,6 +116,8 @@ class Document:
             "summary": self.summary,
             "indexed": self.indexed,
             "chunk_count": self.chunk_count,
+            "embedded_chunks": self.embedded_count,
+            "search": self.search,
         }
         if with_content:
             data["content"] = self.content
@@ -139,6 +153,20 @@ class ChunkRecord:
     ordinal: int
     text: str
     tokens: list[str]
+    heading: str = ""
+    """Document title and section headings: embedded as the line before ``text``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KeywordChanges:
+    """What a keyword index must apply to reach ``revision``: every chunk (``full``), or the chunks
+    added (``ids`` with their ``tokens``) and ``removed`` since the revision it had."""
+
+    revision: int
+    full: bool
+    ids: list[int] = field(default_factory=list)
+    tokens: list[list[str]] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

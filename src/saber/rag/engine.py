@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from saber.rag.documents import (
     normalize_text,
 )
 from saber.rag.embedder import Embedder, Vectors
+from saber.rag.filler import VectorFiller
 from saber.rag.fusion import RRF_K, reciprocal_rank_fusion
 from saber.rag.keyword import BM25Index, tokenize
 from saber.rag.loaders import load_file
@@ -34,7 +36,10 @@ SearchMode = Literal["hybrid", "keyword", "vector"]
 Reranker = Callable[[str, Sequence[Hit]], Sequence[float]]
 """Scores ``hits`` against the query (higher is better), e.g. a cross-encoder model."""
 Progress = Callable[[int, int], None]
-"""Called with (chunks embedded so far, total chunks)."""
+"""Called with (chunks of the document embedded so far, its total chunks)."""
+
+CLAIMED_RETRY = 0.2
+"""Seconds between looks when a waiting ingest's chunks are being embedded by another filler."""
 
 GROUNDED_SYSTEM = (
     "Answer the question only from the provided context passages. If they do not contain the answer, "
@@ -46,7 +51,11 @@ class RagEngine:
     """The knowledge base: ingests files and text (loaders, parent/child chunking, embeddings) into
     a ``KnowledgeStore`` and answers ``search`` with hybrid retrieval (vectors and BM25, fused) that
     returns ``Hit``s with their parent section. Its tools (``knowledge_tools``) let the agent search
-    and write it."""
+    and write it.
+
+    An ingest stores the chunks and their tokens first (keyword-searchable at once) and their
+    vectors after: before returning (``wait=True``, the default) or in the background
+    (``wait=False``: a ``VectorFiller`` thread, which also embeds what other processes left)."""
 
     def __init__(
         self,
@@ -59,6 +68,7 @@ class RagEngine:
         generator: ChatModel | None = None,
         batch_size: int = 32,
         candidates: int = 30,
+        background_vectors: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -68,12 +78,20 @@ class RagEngine:
         self.generator = generator
         self.batch_size = batch_size
         self.candidates = candidates
+        self.background_vectors = background_vectors
+        """Whether ``wait=False`` ingests start the background filler (else their vectors wait for
+        ``fill_vectors`` here or in another process)."""
         self._lock = threading.Lock()
+        self._keyword_lock = threading.Lock()
         self._bm25: tuple[int, BM25Index] | None = None
         self._embedding_ready = False
+        self._filler: VectorFiller | None = None
 
-    def close(self) -> None:
-        """Close the store and the embedder's connections (if it has any)."""
+    def close(self, *, filler_timeout: float = 30.0) -> None:
+        """Stop the vector filler (after its current batch, waiting at most ``filler_timeout`` s),
+        close the store and the embedder's connections (if it has any)."""
+        if self._filler is not None:
+            self._filler.stop(filler_timeout)
         self.store.close()
         close = getattr(self.embedder, "close", None)
         if callable(close):
@@ -93,10 +111,10 @@ class RagEngine:
 
     # -- ingest ----------------------------------------------------------------------------------
 
-    def ingest_file(self, path: str | Path, *, on_progress: Progress | None = None) -> IngestResult:
+    def ingest_file(self, path: str | Path, *, wait: bool = True, on_progress: Progress | None = None) -> IngestResult:
         loaded = load_file(path, max_bytes=self.max_bytes)
         return self.ingest_text(loaded.title, loaded.text, source=loaded.source, doc_type=loaded.doc_type,
-                                on_progress=on_progress)
+                                wait=wait, on_progress=on_progress)
 
     def ingest_text(
         self,
@@ -107,9 +125,14 @@ class RagEngine:
         doc_type: str = "md",
         summary: str = "",
         index: bool = True,
+        wait: bool = True,
         on_progress: Progress | None = None,
     ) -> IngestResult:
-        """Store a document (and index it unless ``index`` is False). Same content again: a no-op."""
+        """Store a document (and index it unless ``index`` is False). Same content again: a no-op.
+
+        Its chunks are keyword-searchable when the write commits; with ``wait`` their vectors are
+        made before returning (an embedding failure raises, the chunks stay pending), without it
+        the background filler makes them (``document.search`` says how far it is)."""
         text = normalize_text(content)
         if not title.strip():
             raise RagError("a document needs a title")
@@ -119,53 +142,101 @@ class RagEngine:
         existing = self.store.find_by_hash(doc.content_hash)
         if existing is not None:
             if index and not existing.indexed:
-                return self.index_document(existing.id, on_progress=on_progress)
-            return IngestResult(document=existing, status="unchanged", chunks=existing.chunk_count)
+                return self.index_document(existing.id, wait=wait, on_progress=on_progress)
+            result = IngestResult(document=existing, status="unchanged", chunks=existing.chunk_count)
+            return self._vectors_for(result, wait, on_progress) if index else result
         if not index:
-            return self.store.save_document(doc, [], [], None)
-        sections, chunks, vectors = self._prepare(doc.title, text, on_progress)
-        return self.store.save_document(doc, sections, chunks, vectors)
+            return self.store.save_document(doc, [], [])
+        sections, chunks = self.chunk_text(doc.title, text)
+        return self._vectors_for(self.store.save_document(doc, sections, chunks), wait, on_progress)
 
-    def index_document(self, document_id: str, *, on_progress: Progress | None = None) -> IngestResult:
+    def index_document(self, document_id: str, *, wait: bool = True, on_progress: Progress | None = None) -> IngestResult:
         """Index a stored document (one written with ``index=False``); a no-op when it is indexed."""
         doc = self.store.get_document(document_id)
         if doc.indexed:
-            return IngestResult(document=doc, status="unchanged", chunks=doc.chunk_count)
-        sections, chunks, vectors = self._prepare(doc.title, doc.content or "", on_progress)
-        stored = self.store.index_document(document_id, sections, chunks, vectors)
-        return IngestResult(document=stored, status="indexed", chunks=len(chunks))
+            return self._vectors_for(IngestResult(document=doc, status="unchanged", chunks=doc.chunk_count),
+                                     wait, on_progress)
+        sections, chunks = self.chunk_text(doc.title, doc.content or "")
+        stored = self.store.index_document(document_id, sections, chunks)
+        return self._vectors_for(IngestResult(document=stored, status="indexed", chunks=len(chunks)), wait, on_progress)
 
-    def _prepare(self, title: str, text: str, on_progress: Progress | None) -> tuple[list[str], list[ChunkRecord], Vectors]:
+    def _vectors_for(self, result: IngestResult, wait: bool, on_progress: Progress | None) -> IngestResult:
+        doc = result.document
+        if doc.embedded_count >= doc.chunk_count:
+            return result
+        if not wait:
+            if self.background_vectors:
+                self.fill_in_background()
+            return result
+        done = doc.embedded_count
+
+        def batch(n: int) -> None:
+            nonlocal done
+            done += n
+            if on_progress is not None:
+                on_progress(min(done, doc.chunk_count), doc.chunk_count)
+
+        idle = threading.Event()
+        while True:
+            self.fill_vectors(document_id=doc.id, on_batch=batch)
+            if not self.store.pending_count(doc.id):
+                break
+            idle.wait(CLAIMED_RETRY)  # another filler holds some of its chunks: they finish or are released
+        refreshed = self.store.find_by_hash(doc.content_hash)
+        return result if refreshed is None else dataclasses.replace(result, document=refreshed)
+
+    def chunk_text(self, title: str, text: str) -> tuple[list[str], list[ChunkRecord]]:
+        """The parent sections and child chunks (with their search tokens) a document is stored as."""
         self._ensure_embedding()
         sections = chunk_document(text, self.chunking)
         if not sections:
             raise EmptyDocument(f"{title}: nothing to index")
         records: list[ChunkRecord] = []
-        inputs: list[str] = []
         for s_index, section in enumerate(sections):
             header = " > ".join(dict.fromkeys((title, *section.headings)))
             for c_index, child in enumerate(section.children):
-                contextual = f"{header}\n{child}"
-                records.append(ChunkRecord(section=s_index, ordinal=c_index, text=child, tokens=tokenize(contextual)))
-                inputs.append(contextual)
-        vectors = self._embed(inputs, on_progress)
-        return [s.text for s in sections], records, vectors
+                records.append(ChunkRecord(section=s_index, ordinal=c_index, text=child, heading=header,
+                                           tokens=tokenize(f"{header}\n{child}")))
+        return [s.text for s in sections], records
 
-    def _embed(self, texts: list[str], on_progress: Progress | None) -> Vectors:
-        parts: list[Vectors] = []
-        done = 0
-        for i in range(0, len(texts), self.batch_size):
-            batch = texts[i:i + self.batch_size]
-            part = np.asarray(self.embedder.embed_documents(batch), dtype=np.float32)
-            if part.shape != (len(batch), self.embedder.dim):
-                raise EmbeddingError(f"{self.embedder.name} returned shape {part.shape} for {len(batch)} texts")
-            parts.append(part)
-            done += len(batch)
-            if on_progress is not None:
-                on_progress(done, len(texts))
-        matrix = np.concatenate(parts, axis=0)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    # -- vectors ---------------------------------------------------------------------------------
+
+    def embed_passages(self, texts: list[str]) -> Vectors:
+        """One batch of passages as unit vectors (raises EmbeddingError on a bad shape)."""
+        part = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
+        if part.shape != (len(texts), self.embedder.dim):
+            raise EmbeddingError(f"{self.embedder.name} returned shape {part.shape} for {len(texts)} texts")
+        norms = np.linalg.norm(part, axis=1, keepdims=True)
+        return (part / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+    def pending_count(self, document_id: str | None = None) -> int:
+        """Chunks still without a vector (keyword-searchable, not yet found by vector search)."""
+        return self.store.pending_count(document_id)
+
+    def fill_vectors(self, *, document_id: str | None = None, stop: threading.Event | None = None,
+                     on_batch: Callable[[int], None] | None = None) -> int:
+        """Embed pending chunks (of one document, or all) in batches in the calling thread until
+        none is left or ``stop`` is set; returns how many. Blocking: call it from a worker thread."""
+        self._ensure_embedding()
+        total = 0
+        while stop is None or not stop.is_set():
+            n = self.store.fill_pending(self.embed_passages, self.batch_size, document_id)
+            if n == 0:
+                break
+            total += n
+            if on_batch is not None:
+                on_batch(n)
+        return total
+
+    def fill_in_background(self) -> VectorFiller:
+        """Start (or wake) the background filler: it embeds every pending chunk, then looks again
+        every ``idle_poll`` seconds for chunks other processes left. Stopped by ``close``."""
+        with self._lock:
+            if self._filler is None:
+                self._filler = VectorFiller(lambda stop: self.fill_vectors(stop=stop))
+            filler = self._filler
+        filler.kick()
+        return filler
 
     # -- documents -------------------------------------------------------------------------------
 
@@ -181,16 +252,21 @@ class RagEngine:
     # -- retrieval -------------------------------------------------------------------------------
 
     def _keyword_index(self) -> BM25Index:
-        revision = self.store.revision()
-        with self._lock:
-            if self._bm25 is None:
-                ids, docs = self.store.keyword_corpus()
-                self._bm25 = (revision, BM25Index(ids, docs))
-            elif self._bm25[0] != revision:  # a write: apply the difference, do not rebuild
-                ids, docs = self.store.keyword_corpus()
-                self._bm25[1].sync(ids, docs)
-                self._bm25 = (revision, self._bm25[1])
-            return self._bm25[1]
+        """The BM25 index at the store's revision: built once, then only the chunks added and
+        removed since (from this or any other process) are applied."""
+        with self._keyword_lock:
+            held = self._bm25
+            changes = self.store.keyword_changes(None if held is None else held[0])
+            if held is None or changes.full:
+                index = BM25Index(changes.ids, changes.tokens)
+            else:
+                index = held[1]
+                if changes.removed:
+                    index.remove(changes.removed)
+                if changes.ids:
+                    index.add(changes.ids, changes.tokens)
+            self._bm25 = (changes.revision, index)
+            return index
 
     def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid") -> list[Hit]:
         """The best ``k`` chunks for ``query``, each with its parent section and an honest score."""

@@ -2,6 +2,10 @@
 
 ``rag_search`` returns only the answer text to the model; the hits (document, chunk, score and
 what the score is) go to the request's event stream as ``rag_result``.
+
+``write_document`` and ``ingest_document`` return once the document is keyword-searchable; its
+vectors are filled in the background (``embedded_chunks`` of ``chunks``; ``search`` is ``keyword``
+until they are all there, then ``hybrid``).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from typing import Any
 
 from saber.events import RagResult, emit
 from saber.graph.idempotency import idempotency_key
-from saber.rag.documents import DocumentNotFound, EmbeddingError, RagError
+from saber.rag.documents import Document, DocumentNotFound, EmbeddingError, RagError
 from saber.rag.engine import RagEngine
 from saber.tools import Tool, ToolError
 
@@ -31,7 +35,12 @@ def _written_by_this_call(engine: RagEngine, args: dict[str, Any]) -> tuple[str,
     if done is None:
         return source, None
     return source, {"document_id": done.id, "status": "unchanged", "version": done.version, "indexed": done.indexed,
-                    "chunks": done.chunk_count, "idempotency_key": key}
+                    "chunks": done.chunk_count, **_progress(done), "idempotency_key": key}
+
+
+def _progress(doc: Document) -> dict[str, Any]:
+    """How far its vectors are: keyword search finds every chunk at once, vector search the embedded ones."""
+    return {"embedded_chunks": doc.embedded_count, "search": doc.search}
 
 
 def knowledge_tools(engine: RagEngine) -> list[Tool]:
@@ -59,7 +68,7 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
             result = engine.ingest_text(
                 args["title"], args["content_md"], source=source,
                 doc_type=args.get("doc_type") or "report", summary=args.get("summary") or "",
-                index=bool(args.get("ingest_to_rag", True)),
+                index=bool(args.get("ingest_to_rag", True)), wait=False,
             )
         except EmbeddingError as exc:
             raise ToolError(f"write_document: {exc}", retryable=exc.retryable) from None
@@ -67,7 +76,7 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
             raise ToolError(f"write_document: {exc}") from None
         d = result.document
         return {"document_id": d.id, "status": result.status, "version": d.version, "indexed": d.indexed,
-                "chunks": d.chunk_count}
+                "chunks": d.chunk_count, **_progress(d)}
 
     def list_documents(args: dict[str, Any]) -> list[dict[str, Any]]:
         return [d.to_dict() for d in engine.list_documents()]
@@ -80,12 +89,13 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
 
     def ingest_document(args: dict[str, Any]) -> dict[str, Any]:
         try:
-            result = engine.index_document(str(args["document_id"]))
+            result = engine.index_document(str(args["document_id"]), wait=False)
         except EmbeddingError as exc:
             raise ToolError(f"ingest_document: {exc}", retryable=exc.retryable) from None
         except RagError as exc:
             raise ToolError(f"ingest_document: {exc}") from None
-        return {"document_id": result.document.id, "status": result.status, "chunks": result.document.chunk_count}
+        return {"document_id": result.document.id, "status": result.status, "chunks": result.document.chunk_count,
+                **_progress(result.document)}
 
     string = {"type": "string"}
     return [

@@ -43,6 +43,8 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
             raise
         await asyncio.to_thread(_import_lazy_modules)
         await built.start()  # MCP servers connect now (bounded by mcp_startup_timeout), not on the first request
+        if built.services.knowledge is not None:  # embeds chunks an earlier process left without vectors
+            await asyncio.to_thread(built.services.knowledge.fill_in_background)
         owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
         try:
             cluster = await start_cluster(built, settings, with_worker=app.state.with_worker)

@@ -83,6 +83,9 @@ class DocumentOut(BaseModel):
     indexed: bool = False
     created_at: str | None = None
     status: str | None = Field(None, description="On upload: added, indexed or unchanged.")
+    embedded_chunks: int = Field(0, description="Chunks with their vector; the rest are keyword-searchable and "
+                                                "being embedded in the background.")
+    search: str = Field("none", description="none (not indexed), keyword (vectors being filled) or hybrid.")
 
 
 class DocumentDetail(DocumentOut):

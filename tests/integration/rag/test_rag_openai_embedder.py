@@ -45,7 +45,8 @@ def test_endpoint_errors_are_clear(tmp_path: Path) -> None:
         server.queue_embeddings(FakeReply.fail(401, "bad key"))
         with pytest.raises(EmbeddingError, match="401"):
             engine.ingest_text("Doc", "content")
-        assert engine.list_documents() == []
+        [doc] = engine.list_documents()  # kept, keyword-searchable, its vector pending
+        assert doc.search == "keyword" and engine.pending_count() == 1
         engine.close()
     gone = OpenAIEmbedder(base_url=url, model="m", dim=16, timeout=2)
     with pytest.raises(EmbeddingError, match="unreachable"):

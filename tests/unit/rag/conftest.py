@@ -10,6 +10,6 @@ from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[RagEngine]:
-    store = SQLiteStore(tmp_path / "saber.db")
-    yield RagEngine(store, HashingEmbedder(256))
-    store.close()
+    engine = RagEngine(SQLiteStore(tmp_path / "saber.db"), HashingEmbedder(256))
+    yield engine
+    engine.close()

@@ -52,3 +52,64 @@ def test_ingest_reports_failures(app: typer.Typer, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["ingest", str(tmp_path / "bad.exe"), str(tmp_path / "empty.md")])
     assert isinstance(result.exception, CLIError) and result.exception.code == 1
     assert "2 failed" in result.output and "unsupported file type .exe" in result.output
+
+
+def _listed(runner: CliRunner, app: typer.Typer) -> list[dict[str, object]]:
+    import json
+
+    result = runner.invoke(app, ["docs", "list", "--json"])
+    assert result.exit_code == 0, result.output
+    listed: list[dict[str, object]] = json.loads(result.output)
+    return listed
+
+
+def test_ingest_reports_keyword_speed_then_waits_for_the_vectors(app: typer.Typer, tmp_path: Path) -> None:
+    (tmp_path / "k8s.md").write_text("# Services\n\n" + "A NodePort service opens a port on every node. " * 30,
+                                     encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(tmp_path / "k8s.md")])
+    assert result.exit_code == 0, result.output
+    assert "searchable by keyword after" in result.output and "KB/s" in result.output
+    assert "chunk(s) embedded in" in result.output and "hybrid search ready" in result.output
+    [doc] = _listed(runner, app)
+    assert doc["search"] == "hybrid" and doc["embedded_chunks"] == doc["chunk_count"]
+
+
+def test_ingest_no_wait_leaves_vectors_to_docs_index(app: typer.Typer, tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "a.md").write_text("# Alpha\n\n" + "Alpha is the first letter of the Greek alphabet. " * 20,
+                                   encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", "--no-wait", str(tmp_path / "a.md")])
+    assert result.exit_code == 0, result.output
+    assert "pending" in result.output and "saber docs index" in result.output
+    [doc] = _listed(runner, app)
+    assert doc["search"] == "keyword" and doc["embedded_chunks"] == 0
+    shown = json.loads(runner.invoke(app, ["docs", "show", "--json", str(doc["id"])]).output)
+    assert shown["search"] == "keyword" and shown["embedded_chunks"] == 0 and shown["content"].startswith("# Alpha")
+    table = runner.invoke(app, ["docs", "list"])
+    assert f"0/{doc['chunk_count']}" in table.output
+    indexed = runner.invoke(app, ["docs", "index"])
+    assert indexed.exit_code == 0 and "embedded" in indexed.output
+    [doc] = _listed(runner, app)
+    assert doc["search"] == "hybrid" and doc["embedded_chunks"] == doc["chunk_count"]
+    assert "every chunk has its vector" in runner.invoke(app, ["docs", "index"]).output
+
+
+def test_ctrl_c_while_embedding_leaves_the_rest_pending_and_exits_130(
+        app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from saber import knowledge_cli
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(knowledge_cli, "_fill_pass", interrupted)
+    (tmp_path / "a.md").write_text("# Alpha\n\n" + "Alpha is the first letter. " * 40, encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(tmp_path / "a.md")])
+    assert result.exit_code == 130
+    assert "interrupted:" in result.output and "still without vectors" in result.output
+    assert "saber docs index" in result.output
+    [doc] = _listed(runner, app)
+    assert doc["search"] == "keyword"

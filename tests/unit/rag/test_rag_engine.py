@@ -66,12 +66,19 @@ class _Broken:
         return HashingEmbedder(256).embed_query(text)
 
 
-def test_failed_ingest_leaves_nothing_behind(tmp_path: Path) -> None:
+def test_failed_embedding_keeps_the_document_keyword_searchable_and_pending(tmp_path: Path) -> None:
     engine = RagEngine(SQLiteStore(tmp_path / "s.db"), _Broken(), batch_size=2)
     long_text = "\n\n".join(f"Paragraph {i} talks about topic {i} in a few words." for i in range(20))
-    with pytest.raises(EmbeddingError):
+    with pytest.raises(EmbeddingError, match="endpoint went away"):
         engine.ingest_text("Long", long_text)
-    assert engine.list_documents() == [] and engine.store.chunk_count() == 0 and not engine.loaded
+    [doc] = engine.list_documents()
+    assert doc.search == "keyword" and doc.embedded_count == 2 and engine.pending_count() == doc.chunk_count - 2
+    assert any("topic 7" in h.chunk for h in engine.search("topic 7", 3, mode="keyword"))
+    engine.close()
+    again = RagEngine(SQLiteStore(tmp_path / "s.db"), HashingEmbedder(256))  # the next process finishes it
+    assert again.fill_vectors() == doc.chunk_count - 2
+    assert again.list_documents()[0].search == "hybrid" and again.pending_count() == 0
+    again.close()
 
 
 def test_hits_carry_honest_scores_and_parent_context(engine: RagEngine) -> None:

@@ -39,6 +39,7 @@ async def test_rag_search_returns_text_and_emits_hits(engine: RagEngine) -> None
 async def test_write_document_coerces_ingest_flag(engine: RagEngine, flag: object) -> None:
     out = await _tools(engine)["write_document"].run({"title": "K8s report", "content_md": REPORT, "ingest_to_rag": flag})
     assert out["indexed"] is True and out["chunks"] > 0 and engine.loaded
+    assert out["search"] in ("keyword", "hybrid") and 0 <= out["embedded_chunks"] <= out["chunks"]
 
 
 async def test_write_document_is_stored_once_when_retried_concurrently(engine: RagEngine) -> None:
@@ -89,6 +90,8 @@ async def test_documents_written_without_a_source_do_not_replace_each_other(tmp_
 
 
 async def test_only_transient_embedding_failures_are_retryable(tmp_path: Path) -> None:
+    """A failing embedder does not lose a write (it is keyword-searchable, its vectors pending);
+    the search that needs a query vector fails, retryable only for what waiting can fix."""
     import httpx
 
     from saber.rag import OpenAIEmbedder, RagEngine, SQLiteStore, knowledge_tools
@@ -100,11 +103,14 @@ async def test_only_transient_embedding_failures_are_retryable(tmp_path: Path) -
 
         embedder = OpenAIEmbedder(base_url="http://embed.test/v1", model="m", dim=8, transport=httpx.MockTransport(handler))
         engine = RagEngine(SQLiteStore(str(tmp_path / f"kb{status}.db")), embedder)
-        write = {t.name: t for t in knowledge_tools(engine)}["write_document"]
+        tools = {t.name: t for t in knowledge_tools(engine)}
+        written = await tools["write_document"].run({"title": "t", "content_md": "some text"})
+        assert written["indexed"] is True and written["search"] == "keyword" and written["embedded_chunks"] == 0
+        assert [h.chunk for h in engine.search("some text", 3, mode="keyword")] == ["some text"]
         with pytest.raises(ToolError) as info:
-            await write.run({"title": "t", "content_md": "some text"})
+            await tools["rag_search"].run({"query": "some text"})
         assert info.value.retryable is retryable, status
-        engine.close()
+        engine.close(filler_timeout=5)
 
 
 async def test_write_document_refuses_a_lossy_flag(engine: RagEngine) -> None:
@@ -132,3 +138,13 @@ async def test_write_document_run_again_by_a_resume_writes_once(engine: RagEngin
     assert other.nodes["n1"].result["status"] == "created", "another task writes its own document"
     assert len(engine.list_documents()) == 2
     await store.close()
+
+
+async def test_write_document_returns_keyword_searchable_and_its_vectors_follow(engine: RagEngine) -> None:
+    tools = _tools(engine)
+    out = await tools["write_document"].run({"title": "K8s report", "content_md": REPORT * 6})
+    assert out["indexed"] is True and out["search"] in ("keyword", "hybrid")
+    assert engine.search("NodePort", 3, mode="keyword")[0].document_id == out["document_id"]
+    assert engine._filler is not None and await asyncio.to_thread(engine._filler.wait_idle, 30)
+    read = await tools["read_document"].run({"document_id": out["document_id"]})
+    assert read["search"] == "hybrid" and read["embedded_chunks"] == read["chunk_count"] == out["chunks"]

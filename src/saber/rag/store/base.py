@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from saber.rag.documents import ChunkRecord, Document, IngestResult, NewDocument, StoredChunk
+from saber.rag.documents import ChunkRecord, Document, IngestResult, KeywordChanges, NewDocument, StoredChunk
 from saber.rag.embedder import Vectors
+
+Embed = Callable[[list[str]], Vectors]
+"""Turns the texts of pending chunks into their (unit) vectors, one row per text."""
 
 
 @runtime_checkable
@@ -22,7 +25,8 @@ class KnowledgeStore(Protocol):
         ...
 
     def revision(self) -> int:
-        """A number that changes on every write (from any process): caches key on it."""
+        """A number that grows on every write of documents, chunks or vectors (from any process):
+        caches of search results key on it."""
         ...
 
     def chunk_count(self) -> int: ...
@@ -30,17 +34,27 @@ class KnowledgeStore(Protocol):
     def find_by_hash(self, content_hash: str) -> Document | None: ...
 
     def save_document(
-        self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
+        self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
     ) -> IngestResult:
         """All or nothing, in one transaction. Same content hash as a stored document: nothing is
         written (``unchanged``); same key (source, else title): a new version replaces the old
-        chunks; else a new document. ``vectors`` None stores the document without indexing it."""
+        chunks; else a new document. No ``chunks`` stores the document without indexing it; chunks
+        without ``vectors`` are keyword-searchable at once and wait for ``fill_pending``."""
         ...
 
     def index_document(
-        self, document_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors
+        self, document_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
     ) -> Document:
         """Replace a stored document's chunks (used to index a document stored without them)."""
+        ...
+
+    def pending_count(self, document_id: str | None = None) -> int:
+        """Chunks without a vector yet (of one document, when given)."""
+        ...
+
+    def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
+        """Embed and store up to ``limit`` pending chunks, oldest first; how many were claimed
+        (0: none left that this process may take). A chunk replaced meanwhile never gets a vector."""
         ...
 
     def get_document(self, document_id: str) -> Document:
@@ -54,11 +68,15 @@ class KnowledgeStore(Protocol):
         ...
 
     def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:
-        """(chunk ids, their tokens) of every indexed chunk, for the BM25 index."""
+        """(chunk ids, their tokens) of every indexed chunk."""
+        ...
+
+    def keyword_changes(self, since: int | None) -> KeywordChanges:
+        """What a keyword index at revision ``since`` must apply (everything when None)."""
         ...
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` (chunk id, cosine similarity), best first."""
+        """Top ``k`` (chunk id, cosine similarity) among the chunks that have a vector, best first."""
         ...
 
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]: ...

@@ -2,6 +2,8 @@
 with an HNSW index (cosine). Several processes can share it.
 
 The HNSW search is approximate; ``hnsw.ef_search`` is raised to at least twice ``k`` per query.
+Chunks without a vector yet (NULL) are not in the HNSW index. A vector filler claims pending chunks
+with ``FOR UPDATE SKIP LOCKED``, so two processes never embed the same chunk at once.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import numpy as np
 from saber.db import mask_url
 from saber.rag.documents import RagError
 from saber.rag.embedder import Vectors
+from saber.rag.store.base import Embed
 from saber.rag.store.sql import SqlStore
 
 
 class PostgresStore(SqlStore):
     kind = "postgres"
+    _claim_lock = " FOR UPDATE SKIP LOCKED"
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0, pool_size: int | None = None) -> None:
         self.url = url
@@ -40,11 +44,21 @@ class PostgresStore(SqlStore):
     def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         """COPY (binary): about 3x the rate of row inserts, most of the cost being HNSW index upkeep."""
         with cur.driver_connection.cursor() as raw, raw.copy(
-            "COPY rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            "COPY rag_chunks (document_id, section_ordinal, ordinal, text, tokens, heading, rev, embedding) "
+            "FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "int4", "int4", "text", "text", "vector"])
+            copy.set_types(["text", "int4", "int4", "text", "text", "text", "int8", "vector"])
             for row in rows:
                 copy.write_row(row)
+
+    def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
+        """The claimed rows stay locked while they are embedded: another filler skips them, and a
+        newer version of their document waits to delete them; a killed process's locks go with it."""
+        with self._cursor(write=True) as cur:
+            claimed = self._claim(cur, limit, document_id)
+            if claimed:
+                self._store_vectors(cur, [c for c, _ in claimed], embed([t for _, t in claimed]))
+        return len(claimed)
 
     def _has_chunk_table(self, cur: Any) -> bool:
         return cur.execute("SELECT to_regclass('rag_chunks') IS NOT NULL").fetchone()[0] is True
@@ -53,9 +67,12 @@ class PostgresStore(SqlStore):
         cur.execute(
             f"CREATE TABLE rag_chunks (id BIGSERIAL PRIMARY KEY, document_id TEXT NOT NULL, "
             f"section_ordinal INTEGER NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL, "
-            f"tokens TEXT NOT NULL, embedding vector({int(dim)}) NOT NULL)"
+            f"tokens TEXT NOT NULL, embedding vector({int(dim)}), heading TEXT NOT NULL DEFAULT '', "
+            f"rev BIGINT NOT NULL DEFAULT 0)"
         )
         cur.execute("CREATE INDEX rag_chunks_document ON rag_chunks (document_id)")
+        cur.execute("CREATE INDEX rag_chunks_rev ON rag_chunks (rev)")
+        cur.execute("CREATE INDEX rag_chunks_pending ON rag_chunks (id) WHERE embedding IS NULL")
         cur.execute("CREATE INDEX rag_chunks_embedding ON rag_chunks USING hnsw (embedding vector_cosine_ops)")
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
@@ -67,7 +84,8 @@ class PostgresStore(SqlStore):
                 return []
             cur.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * int(k))}")
             rows = cur.execute(
-                "SELECT id, 1 - (embedding <=> ?) AS cosine FROM rag_chunks ORDER BY embedding <=> ? LIMIT ?",
+                "SELECT id, 1 - (embedding <=> ?) AS cosine FROM rag_chunks WHERE embedding IS NOT NULL "
+                "ORDER BY embedding <=> ? LIMIT ?",
                 (q, q, int(k)),
             ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]

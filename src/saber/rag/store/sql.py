@@ -1,6 +1,13 @@
 """What the SQLite and PostgreSQL stores share: the transactional document logic over the
 ``rag_`` tables (created by ``saber.db``'s migrations; ``rag_chunks`` here, sized for the
-embedder). Each subclass supplies its vector encoding, chunk table and vector search."""
+embedder). Each subclass supplies its vector encoding, chunk table and vector search.
+
+Every write that adds or removes chunks first bumps the ``revision`` in ``rag_meta`` (on
+PostgreSQL that row lock orders writers, so revisions commit in order), stamps the chunks it
+writes with it and logs the ids it removes in ``rag_chunk_removals``: ``keyword_changes`` hands
+a keyword index exactly what changed since the revision it holds. Chunks are written without
+vectors; each backend's ``fill_pending`` claims and embeds them later (see ``saber.rag.filler``).
+Chunk ids are never reused, so a vector written by id can only land on the chunk it was made for."""
 
 from __future__ import annotations
 
@@ -18,16 +25,23 @@ from saber.rag.documents import (
     DocumentNotFound,
     EmbeddingError,
     IngestResult,
+    KeywordChanges,
     NewDocument,
     RagError,
     StoredChunk,
 )
 from saber.rag.embedder import Vectors
+from saber.rag.store.base import Embed
 
 _DOC_COLUMNS = (
-    "d.id, d.title, d.source, d.doc_type, d.content_hash, d.version, d.created_at, d.updated_at, d.summary, "
-    "d.indexed, (SELECT COUNT(*) FROM rag_chunks c WHERE c.document_id = d.id)"
+    "d.id, d.title, d.source, d.doc_type, d.content_hash, d.version, d.created_at, d.updated_at, d.summary, d.indexed"
 )
+_CHUNK_COUNTS = (
+    ", (SELECT COUNT(*) FROM rag_chunks c WHERE c.document_id = d.id)"
+    ", (SELECT COUNT(*) FROM rag_chunks c WHERE c.document_id = d.id AND c.embedding IS NOT NULL)"
+)
+KEEP_REMOVALS = 10_000
+"""Revisions of removal log kept; a keyword index older than that reloads every chunk's tokens."""
 
 
 class _Duplicate(Exception):
@@ -70,8 +84,10 @@ class SqlStore(ABC):
     def _exec(self, cur: Tx, statement: str, params: Sequence[Any] = ()) -> Any:
         return cur.execute(statement, params)
 
-    def _bump(self, cur: Any) -> None:
-        self._exec(cur, "UPDATE rag_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'revision'")
+    def _bump(self, cur: Any, key: str = "revision") -> int:
+        """Increment a counter in ``rag_meta`` (first thing in a write: its row lock orders writers); the new value."""
+        self._exec(cur, "UPDATE rag_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", (key,))
+        return int(self._meta(cur, key) or 0)
 
     def _meta(self, cur: Any, key: str) -> str | None:
         row = self._exec(cur, "SELECT value FROM rag_meta WHERE key = ?", (key,)).fetchone()
@@ -106,8 +122,10 @@ class SqlStore(ABC):
                 self._create_chunk_table(cur, dim)
 
     def revision(self) -> int:
+        """Writes of documents and chunks plus vector fills: it grows with either."""
         with self._cursor() as cur:
-            return int(self._meta(cur, "revision") or 0)
+            rows = self._exec(cur, "SELECT value FROM rag_meta WHERE key IN ('revision', 'vectors')").fetchall()
+        return sum(int(r[0]) for r in rows)
 
     def chunk_count(self) -> int:
         with self._cursor() as cur:
@@ -120,7 +138,7 @@ class SqlStore(ABC):
             return self._doc_where(cur, "d.content_hash = ?", content_hash)
 
     def save_document(
-        self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
+        self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
     ) -> IngestResult:
         try:
             with self._cursor(write=True) as cur:
@@ -140,6 +158,7 @@ class SqlStore(ABC):
         same = self._doc_where(cur, "d.content_hash = ?", h)
         if same is not None:
             return IngestResult(document=same, status="unchanged", chunks=same.chunk_count)
+        rev = self._bump(cur)
         now = datetime.now(UTC).isoformat()
         previous = self._doc_where(cur, "d.doc_key = ?", doc.key)
         if previous is None:
@@ -165,38 +184,44 @@ class SqlStore(ABC):
                 "version = version + 1, indexed = 0, updated_at = ? WHERE id = ?",
                 (doc.title, doc.doc_type, doc.summary, h, doc.content, now, doc_id),
             )
-            self._clear_chunks(cur, doc_id)
+            self._clear_chunks(cur, doc_id, rev)
             status = "new_version"
-        if vectors is not None:
-            self._write_chunks(cur, doc_id, sections, chunks, vectors)
-        self._bump(cur)
+        if chunks:
+            self._write_chunks(cur, doc_id, sections, chunks, vectors, rev)
         stored = self._doc_where(cur, "d.id = ?", doc_id)
         assert stored is not None
-        return IngestResult(document=stored, status=status, chunks=len(chunks) if vectors is not None else 0)  # type: ignore[arg-type]
+        return IngestResult(document=stored, status=status, chunks=len(chunks))  # type: ignore[arg-type]
 
     def index_document(
-        self, document_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors
+        self, document_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
     ) -> Document:
         with self._cursor(write=True) as cur:
+            rev = self._bump(cur)
             if self._doc_where(cur, "d.id = ?", document_id) is None:
                 raise DocumentNotFound(f"no document with id {document_id!r}")
-            self._clear_chunks(cur, document_id)
-            self._write_chunks(cur, document_id, sections, chunks, vectors)
-            self._bump(cur)
+            self._clear_chunks(cur, document_id, rev)
+            self._write_chunks(cur, document_id, sections, chunks, vectors, rev)
             stored = self._doc_where(cur, "d.id = ?", document_id)
             assert stored is not None
             return stored
 
-    def _clear_chunks(self, cur: Any, doc_id: str) -> None:
+    def _clear_chunks(self, cur: Any, doc_id: str, rev: int) -> None:
         if self._has_chunk_table(cur):
+            self._exec(cur, "INSERT INTO rag_chunk_removals (rev, chunk_id) SELECT ?, id FROM rag_chunks "
+                            "WHERE document_id = ?", (rev, doc_id))
             self._exec(cur, "DELETE FROM rag_chunks WHERE document_id = ?", (doc_id,))
+            floor = rev - KEEP_REMOVALS
+            if floor > int(self._meta(cur, "removals_floor") or 0):
+                self._exec(cur, "DELETE FROM rag_chunk_removals WHERE rev <= ?", (floor,))
+                self._exec(cur, "UPDATE rag_meta SET value = ? WHERE key = 'removals_floor'", (str(floor),))
         self._exec(cur, "DELETE FROM rag_sections WHERE document_id = ?", (doc_id,))
         self._exec(cur, "UPDATE rag_documents SET indexed = 0 WHERE id = ?", (doc_id,))
 
     def _write_chunks(
-        self, cur: Any, doc_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors
+        self, cur: Any, doc_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None,
+        rev: int,
     ) -> None:
-        if len(vectors) != len(chunks):
+        if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not self._has_chunk_table(cur):
             raise EmbeddingError("the embedder is not set up for this store: call ensure_embedding first")
@@ -205,15 +230,16 @@ class SqlStore(ABC):
             [(doc_id, i, text) for i, text in enumerate(sections)],
         )
         self._insert_chunk_rows(cur, [
-            (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), self._vector_param(vectors[i]))
+            (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), c.heading, rev,
+             None if vectors is None else self._vector_param(vectors[i]))
             for i, c in enumerate(chunks)
         ])
         self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
 
     def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         cur.executemany(
-            "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, embedding) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, heading, rev, embedding) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
 
@@ -232,12 +258,12 @@ class SqlStore(ABC):
 
     def delete_document(self, document_id: str) -> bool:
         with self._cursor(write=True) as cur:
+            rev = self._bump(cur)
             if self._doc_where(cur, "d.id = ?", document_id) is None:
                 return False
-            self._clear_chunks(cur, document_id)
+            self._clear_chunks(cur, document_id, rev)
             self._exec(cur, "DELETE FROM rag_document_versions WHERE document_id = ?", (document_id,))
             self._exec(cur, "DELETE FROM rag_documents WHERE id = ?", (document_id,))
-            self._bump(cur)
             return True
 
     def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:
@@ -246,6 +272,64 @@ class SqlStore(ABC):
                 return [], []
             rows = self._exec(cur, "SELECT id, tokens FROM rag_chunks ORDER BY id").fetchall()
         return [int(r[0]) for r in rows], [str(r[1]).split() for r in rows]
+
+    def keyword_changes(self, since: int | None) -> KeywordChanges:
+        """The chunks added and removed after revision ``since`` (every chunk when ``since`` is None
+        or older than the kept removal log), up to the revision read first: rows of later writes
+        may be visible too and are left for the next call, so nothing is applied twice or missed."""
+        with self._cursor() as cur:
+            revision = int(self._meta(cur, "revision") or 0)
+            if since == revision:
+                return KeywordChanges(revision=revision, full=False)
+            if not self._has_chunk_table(cur):
+                return KeywordChanges(revision=revision, full=True)
+            full = since is None or since < int(self._meta(cur, "removals_floor") or 0)
+            low = -1 if full else since
+            rows = self._exec(cur, "SELECT id, tokens FROM rag_chunks WHERE rev > ? AND rev <= ? ORDER BY id",
+                              (low, revision)).fetchall()
+            removed = [] if full else [int(r[0]) for r in self._exec(
+                cur, "SELECT chunk_id FROM rag_chunk_removals WHERE rev > ? AND rev <= ?", (low, revision)).fetchall()]
+        return KeywordChanges(revision=revision, full=full, ids=[int(r[0]) for r in rows],
+                              tokens=[str(r[1]).split() for r in rows], removed=removed)
+
+    # -- vectors filled after the write ----------------------------------------------------------
+
+    _claim_where = ""
+    """Added to the pending-chunk query's condition: chunks other fillers hold are not claimed (SQLite)."""
+    _claim_lock = ""
+    """Appended to the pending-chunk query: the claimed rows are locked, others' skipped (PostgreSQL)."""
+
+    def pending_count(self, document_id: str | None = None) -> int:
+        with self._cursor() as cur:
+            if not self._has_chunk_table(cur):
+                return 0
+            where = "" if document_id is None else " AND document_id = ?"
+            params = () if document_id is None else (document_id,)
+            return int(self._exec(cur, f"SELECT COUNT(*) FROM rag_chunks WHERE embedding IS NULL{where}",
+                                  params).fetchone()[0])
+
+    def _claim(self, cur: Any, limit: int, document_id: str | None) -> list[tuple[int, str]]:
+        if not self._has_chunk_table(cur):
+            return []
+        where = "" if document_id is None else " AND document_id = ?"
+        params: tuple[Any, ...] = (limit,) if document_id is None else (document_id, limit)
+        rows = self._exec(cur, f"SELECT id, heading, text FROM rag_chunks WHERE embedding IS NULL{where}"
+                               f"{self._claim_where} ORDER BY id LIMIT ?{self._claim_lock}", params).fetchall()
+        return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else str(r[2])) for r in rows]
+
+    def _store_vectors(self, cur: Any, ids: Sequence[int], vectors: Vectors) -> int:
+        """Write vectors of chunks still pending; a chunk removed meanwhile (a newer version of its
+        document has new chunk ids: ids are never reused) matches no row and gets none."""
+        cur.executemany("UPDATE rag_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL",
+                        [(self._vector_param(vectors[i]), cid) for i, cid in enumerate(ids)])
+        self._bump(cur, "vectors")
+        return len(ids)
+
+    @abstractmethod
+    def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
+        """Embed up to ``limit`` chunks that have no vector yet (oldest first, of one document when
+        given) with ``embed`` and store their vectors; returns how many were claimed (0: none left
+        that this process may take)."""
 
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         if not ids:
@@ -266,7 +350,7 @@ class SqlStore(ABC):
         }
 
     def _select(self, has_chunks: bool, with_content: bool = False) -> str:
-        columns = _DOC_COLUMNS if has_chunks else _DOC_COLUMNS.rsplit(", (SELECT", 1)[0] + ", 0"
+        columns = _DOC_COLUMNS + (_CHUNK_COUNTS if has_chunks else ", 0, 0")
         return f"SELECT {columns}{', d.content' if with_content else ''} FROM rag_documents d"
 
     def _doc_where(self, cur: Any, where: str, value: Any, *, with_content: bool = False) -> Document | None:
@@ -283,6 +367,6 @@ def _document(row: Sequence[Any]) -> Document:
     return Document(
         id=row[0], title=row[1], source=row[2], doc_type=row[3], content_hash=row[4], version=int(row[5]),
         created_at=_when(row[6]), updated_at=_when(row[7]), summary=row[8] or "", indexed=bool(row[9]),
-        chunk_count=int(row[10]), content=row[11] if len(row) > 11 else None,
+        chunk_count=int(row[10]), embedded_count=int(row[11]), content=row[12] if len(row) > 12 else None,
     )
 

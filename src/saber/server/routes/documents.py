@@ -1,4 +1,8 @@
-"""The knowledge base over HTTP: upload (multipart), list, read and delete the caller's documents."""
+"""The knowledge base over HTTP: upload (multipart), list, read and delete the caller's documents.
+
+An upload answers once its documents are keyword-searchable; their vectors are filled in the
+background (``embedded_chunks`` of ``chunks``; ``search`` turns from ``keyword`` to ``hybrid``).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ def _out(doc: Document, status: str | None = None) -> DocumentOut:
     source = Path(doc.source).name if Path(doc.source).is_absolute() else doc.source  # never the server's paths
     return DocumentOut(id=doc.id, title=doc.title, source=source, doc_type=doc.doc_type, chunks=doc.chunk_count,
                        indexed=doc.indexed, created_at=doc.created_at.isoformat() if doc.created_at else None,
-                       status=status)
+                       status=status, embedded_chunks=doc.embedded_count, search=doc.search)
 
 
 def _engine(agent: AgentDep) -> RagEngine:
@@ -79,7 +83,7 @@ async def upload(files: Annotated[list[UploadFile], File(description="One or mor
         folder = settings.home / "uploads" / uuid.uuid4().hex
         path = await _save(upload_file, folder, engine.max_bytes)
         try:
-            result = await asyncio.to_thread(engine.ingest_file, path)
+            result = await asyncio.to_thread(engine.ingest_file, path, wait=False)
         except FileTooLarge as exc:
             raise ApiError(413, "too_large", str(exc)) from None
         except RagError as exc:
