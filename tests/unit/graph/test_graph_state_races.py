@@ -3,10 +3,13 @@ members that arrive in the window between a race's decision and its outcome bein
 
 from __future__ import annotations
 
+import pytest
+
 from saber.events import Event
 from saber.graph import GraphConfig, Node, NodeStatus, TaskGraph
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.state import GraphState, Launch
+from saber.graph.taskgraph import GraphError
 
 
 class DecidedRace:
@@ -86,3 +89,56 @@ def test_a_member_still_waiting_on_a_dependency_loses_as_soon_as_the_race_is_won
     state.finish_race(RaceOutcome(group="g", winner="r1", outcomes=[
         NodeOutcome(node_id="r1", status=NodeStatus.DONE, result="won")]), [], [])
     assert state.graph["r2"].status is NodeStatus.SKIPPED and state.graph["n0"].status is NodeStatus.RUNNING
+
+
+def test_a_race_every_member_lost_reports_them_failed_and_announces_no_winner() -> None:
+    state = GraphState(TaskGraph([Node(id="r1", tool="a", race_group="g"), Node(id="r2", tool="b", race_group="g"),
+                                  Node(id="n3", tool="c", depends_on=["r1"])]), GraphConfig(on_failure="continue"))
+    [launch] = state.settle([], [])
+    assert launch.race == "g" and [n.id for n in launch.nodes] == ["r1", "r2"]
+    events: list[Event] = []
+    failed = state.finish_race(RaceOutcome(group="g", winner=None, outcomes=[
+        NodeOutcome(node_id="r1", status=NodeStatus.FAILED, error="down", duration_ms=12.5),
+        NodeOutcome(node_id="r2", status=NodeStatus.FAILED, error="also down")]), [], events)
+    assert [n.id for n in failed] == ["r1", "r2"], "the runtime replans on these"
+    assert not [e for e in events if e.type == "race_won"]
+    assert state.graph["r1"].duration_ms == 12.5
+    assert state.inputs(state.graph["n3"]) == {("r1", "a"): {"error": "down", "status": "failed"}}
+
+
+def test_a_lone_racer_that_wins_is_announced_with_no_losers() -> None:
+    state, _ = streaming_state()
+    events: list[Event] = []
+    state.finish_race(RaceOutcome(group="g", winner="r1", outcomes=[
+        NodeOutcome(node_id="r1", status=NodeStatus.DONE, result="x")]), [], events)
+    [won] = [e for e in events if e.type == "race_won"]
+    assert won.data["winner"] == "r1" and won.data["losers"] == []
+
+
+def test_a_node_added_after_its_dependency_failed_is_skipped_not_run() -> None:
+    state = GraphState(TaskGraph([Node(id="n1", tool="a")]), GraphConfig(on_failure="skip"))
+    state.settle([], [])
+    state.finish(NodeOutcome(node_id="n1", status=NodeStatus.FAILED, error="down"), [], [])
+    state.add([Node(id="n2", tool="b", depends_on=["n1"]), Node(id="n3", tool="b", depends_on=["n2"])])
+    assert state.settle([], []) == []
+    assert state.graph["n2"].status is NodeStatus.SKIPPED and state.graph["n2"].error == "n1 failed: down"
+    assert state.graph["n3"].status is NodeStatus.SKIPPED
+
+
+def test_a_node_added_after_its_dependency_was_cancelled_is_skipped() -> None:
+    state = GraphState(TaskGraph([Node(id="n1", tool="a")]), GraphConfig(on_failure="continue"))
+    state.settle([], [])
+    state.cancel_rest([], [])
+    state.add([Node(id="n2", tool="b", depends_on=["n1"])])
+    assert state.settle([], []) == [] and state.graph["n2"].status is NodeStatus.SKIPPED
+    assert state.graph["n2"].error == "cancelled while running"
+
+
+def test_an_invalid_addition_changes_nothing() -> None:
+    state = GraphState(TaskGraph([Node(id="r1", tool="a", race_group="g"), Node(id="n0", tool="a")]), GraphConfig())
+    bad = [Node(id="r2", tool="b", race_group="g", depends_on=["r1"])]  # a member waiting on its own group
+    with pytest.raises(GraphError, match="depends on r1 of the same group"):
+        state.add(bad)
+    assert "r2" not in state.graph.nodes
+    assert sorted((launch.race or "", [n.id for n in launch.nodes]) for launch in state.settle([], [])) \
+        == [("", ["n0"]), ("", ["r1"])], "the group is as it was: r1 alone, not waiting for r2"
