@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from saber.rag.documents import Hit
-from saber.rag.engine import RagEngine
-
 if TYPE_CHECKING:
     from saber.config import Settings
+    from saber.rag.documents import Hit
+    from saber.rag.engine import RagEngine
 
 log = logging.getLogger(__name__)
 

@@ -200,14 +200,31 @@ def _register_vector(dbapi_connection: Any, _record: Any) -> None:
 _open: dict[str, Database] = {}
 _registry_lock = threading.Lock()
 
+VERSION_TABLE = "saber_schema_version"
+"""Alembic's version table in Saber's databases."""
+_VERSIONS = Path(__file__).with_name("migrations") / "versions"
+
+
+def newest_revision() -> str:
+    """The newest migration this version of Saber has, read from the migration files' names
+    (``NNNN_what.py``, whose revision is ``NNNN``: a test holds them to it) without loading Alembic."""
+    return max(path.name.split("_", 1)[0] for path in _VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
+def _at_newest_revision(db: Database) -> bool:
+    try:
+        with db.transaction() as tx:
+            row = tx.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+    except Exception:  # no table yet, or the database is unreachable: the upgrade says which
+        return False
+    return row is not None and row[0] == newest_revision()
+
 
 def open_database(target: str | Path, *, pool_size: int | None = None, connect_timeout: float = 10.0) -> Database:
     """The process's ``Database`` for ``target`` (created, connected and migrated on first open).
 
     Every store opened on the same target shares it, and its pool; ``pool_size`` counts only
     when the first store opens it. Raises DatabaseError when it cannot be reached or migrated."""
-    from saber.db.migrate import upgrade
-
     key = engine_url(target).render_as_string(hide_password=False)
     with _registry_lock:
         db = _open.get(key)
@@ -220,7 +237,10 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
                     if isinstance(exc, FileExistsError | NotADirectoryError) else (exc.strerror or str(exc))
                 raise DatabaseError(f"cannot create the database {target}: {where}: {reason}") from None
             try:
-                upgrade(db)
+                if not _at_newest_revision(db):  # the usual case needs no Alembic (a costly import)
+                    from saber.db.migrate import upgrade
+
+                    upgrade(db)
             except BaseException:
                 db.engine.dispose()
                 raise

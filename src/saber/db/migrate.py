@@ -18,9 +18,8 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import exc
 
-from saber.db.database import Database, DatabaseError, Tx
+from saber.db.database import VERSION_TABLE, Database, DatabaseError, Tx
 
-VERSION_TABLE = "saber_schema_version"
 _LOCK_KEY = 7_261_001
 """The advisory lock upgraders on one PostgreSQL database take (any number unique to Saber)."""
 
