@@ -113,14 +113,18 @@ def test_tokens_stream_into_the_answer_before_it_is_finished(live: Any, page: An
     assert not page.errors
 
 
-def test_a_three_branch_plan_with_a_race_is_drawn_and_every_node_reaches_its_final_state(live: Any, page: Any,
-                                                                                         script: ModelScript) -> None:
-    script.plan = THREE_BRANCH_PLAN
+def ask_three_branches(live: Any, page: Any, script: ModelScript, plan: Any) -> None:
+    script.plan = plan
     script.answer = "The Nile measures 42."
     server = live(tools=TOOLS)
     page.goto(server.url)
     page.get_by_test_id("mode").select_option("react")
     send(page, "look up rivers in two sources, measure the Nile and summarise")
+
+
+def test_a_three_branch_plan_with_a_race_is_drawn_and_every_node_reaches_its_final_state(live: Any, page: Any,
+                                                                                         script: ModelScript) -> None:
+    ask_three_branches(live, page, script, THREE_BRANCH_PLAN)
     page.wait_for_selector("[data-node-id=n4]")
     for node in ("n1", "n2", "n3", "n4"):
         assert page.locator(f"[data-node-id={node}]").count() == 1
@@ -146,12 +150,7 @@ def test_a_three_branch_plan_with_a_race_is_drawn_and_every_node_reaches_its_fin
 
 def test_a_streamed_plan_is_drawn_node_by_node_while_the_planner_writes_it(live: Any, page: Any,
                                                                            script: ModelScript) -> None:
-    script.plan = FakeReply(text=THREE_BRANCH_PLAN, chunk_delay=0.08)  # about 7 s of planning
-    script.answer = "The Nile measures 42."
-    server = live(tools=TOOLS)
-    page.goto(server.url)
-    page.get_by_test_id("mode").select_option("react")
-    send(page, "look up rivers in two sources, measure the Nile and summarise")
+    ask_three_branches(live, page, script, FakeReply(text=THREE_BRANCH_PLAN, chunk_delay=0.08))  # ~7 s of planning
     page.wait_for_selector("[data-node-id=n1]")
     assert page.locator("[data-node-id=n4]").count() == 0, "the first node is drawn before the last is written"
     page.wait_for_selector("[data-node-id=n1][data-status=done]")

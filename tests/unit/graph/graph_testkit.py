@@ -50,9 +50,19 @@ def fn_tool(name: str, fn: Callable[[dict[str, Any]], Any], schema: dict[str, An
 class Recorder:
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self._waits: list[tuple[str, dict[str, Any], asyncio.Event]] = []
 
     def __call__(self, event: Event) -> None:
         self.events.append(event)
+        for kind, match, seen in self._waits:
+            if event.type == kind and all(getattr(event, k) == v for k, v in match.items()):
+                seen.set()
+
+    def seen(self, kind: str, **match: Any) -> asyncio.Event:
+        """An event set once a ``kind`` event matching ``match`` is recorded (from now on)."""
+        seen = asyncio.Event()
+        self._waits.append((kind, match, seen))
+        return seen
 
     def of(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.type == kind]

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from graph_testkit import Gate, Recorder, fn_tool
 
-from saber.events import Error, Event, NodeAdded, NodeDone, RaceWon
+from saber.events import Error, NodeAdded, RaceWon
 from saber.graph import GraphRuntime, Node, NodeStatus
 from saber.tools import Tool, ToolError
 
@@ -73,14 +73,8 @@ async def test_a_node_waiting_on_one_never_written_is_reported_and_not_run() -> 
 async def test_reconcile_skips_a_dropped_pending_node_and_reports_a_finished_one_the_plan_changed() -> None:
     gates, tools = gated("a")
     events = Recorder()
-    n1_done = asyncio.Event()
-
-    def record(event: Event) -> None:
-        events(event)
-        if isinstance(event, NodeDone) and event.id == "n1":
-            n1_done.set()
-
-    runtime = GraphRuntime([], tools, on_event=record)
+    n1_done = events.seen("node_done", id="n1")
+    runtime = GraphRuntime([], tools, on_event=events)
     runtime.open_feed()
     run = asyncio.create_task(runtime.run())
     runtime.add_nodes([Node(id="n1", tool="a", params={"key": "1"}), Node(id="n0", tool="a", params={"key": "0"}),
@@ -123,14 +117,8 @@ async def test_a_race_group_starts_with_its_first_member_and_a_later_one_joins_w
 async def test_a_member_written_after_its_race_was_won_loses_without_running() -> None:
     gates, tools = gated("fast", "slow")
     events = Recorder()
-    won = asyncio.Event()
-
-    def record(event: Event) -> None:
-        events(event)
-        if isinstance(event, RaceWon):
-            won.set()
-
-    runtime = GraphRuntime([], tools, on_event=record)
+    won = events.seen("race_won")
+    runtime = GraphRuntime([], tools, on_event=events)
     runtime.open_feed()
     run = asyncio.create_task(runtime.run())
     runtime.add_nodes([Node(id="r1", tool="fast", params={"key": "1"}, race_group="g")])
@@ -149,20 +137,14 @@ async def test_a_member_written_after_its_race_was_won_loses_without_running() -
 
 async def test_a_member_written_after_every_racer_failed_starts_a_race_of_its_own() -> None:
     gates, tools = gated("good")
-    failed = asyncio.Event()
 
     def broken(args: dict[str, object]) -> str:
         raise ToolError("backend down", retryable=False)
 
     tools["bad"] = fn_tool("bad", broken, {"type": "object", "properties": {"key": {"type": "string"}}})
     events = Recorder()
-
-    def record(event: Event) -> None:
-        events(event)
-        if isinstance(event, NodeDone) and event.id == "r1":
-            failed.set()
-
-    runtime = GraphRuntime([], tools, on_event=record)
+    failed = events.seen("node_done", id="r1")
+    runtime = GraphRuntime([], tools, on_event=events)
     runtime.open_feed()
     run = asyncio.create_task(runtime.run())
     runtime.add_nodes([Node(id="r1", tool="bad", params={"key": "1"}, race_group="g")])
