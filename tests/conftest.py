@@ -22,6 +22,20 @@ def _isolated_saber_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytes
     return home
 
 
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """A loopback port that is bound but not listening: connecting is refused at once (a dead
+    server, an unreachable network)."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
 @pytest.fixture(scope="session")
 def pgvector_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``SABER_TEST_PGVECTOR_URL`` (an admin URL of a PostgreSQL with pgvector), else a server

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -41,17 +40,6 @@ def of(evts: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def geo() -> Iterator[FakeOpenMeteo]:
     with fake_open_meteo() as service:
         yield service
-
-
-@pytest.fixture
-def refused() -> Iterator[str]:
-    """A loopback port bound but not listening: the network is unreachable for the tools."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -180,21 +168,21 @@ def test_comparing_two_cities_time_and_weather_covers_all_four(tmp_path: Path, g
 
 
 @pytest.mark.slow
-def test_with_the_network_unreachable_failures_are_summarised_once(tmp_path: Path, refused: str) -> None:
-    done = saber("ask", "北京和上海的天气", "--json", home=tmp_path, geo=f"{refused}/v1/search", forecast=f"{refused}/v1/forecast")
+def test_with_the_network_unreachable_failures_are_summarised_once(tmp_path: Path, refused_url: str) -> None:
+    done = saber("ask", "北京和上海的天气", "--json", home=tmp_path, geo=f"{refused_url}/v1/search", forecast=f"{refused_url}/v1/forecast")
     answer = of(events(done), "done")[0]["answer"]
     assert answer.count("天气服务暂时无法访问") == 1 and "北京" in answer and "上海" in answer
     assert answer.count(NOTE_ZH) == 1 and "Errno" not in answer
 
 
 @pytest.mark.slow
-def test_with_the_network_unreachable_a_place_outside_the_table_is_an_error_not_the_default(tmp_path: Path, refused: str) -> None:
-    done = saber("ask", "what time is it in Reykjavik", "--json", home=tmp_path, geo=f"{refused}/v1/search",
-                 forecast=f"{refused}/v1/forecast")
+def test_with_the_network_unreachable_a_place_outside_the_table_is_an_error_not_the_default(tmp_path: Path, refused_url: str) -> None:
+    done = saber("ask", "what time is it in Reykjavik", "--json", home=tmp_path, geo=f"{refused_url}/v1/search",
+                 forecast=f"{refused_url}/v1/forecast")
     answer = of(events(done), "done")[0]["answer"]
     assert "Reykjavik" in answer and "could not be reached" in answer and "Asia/Shanghai" not in answer
-    offline = of(events(saber("ask", "东京现在几点", "--json", home=tmp_path, geo=f"{refused}/v1/search",
-                              forecast=f"{refused}/v1/forecast")), "done")[0]["answer"]
+    offline = of(events(saber("ask", "东京现在几点", "--json", home=tmp_path, geo=f"{refused_url}/v1/search",
+                              forecast=f"{refused_url}/v1/forecast")), "done")[0]["answer"]
     assert offline.startswith("东京现在是") and "Asia/Tokyo" in offline
 
 
