@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,28 @@ def make_agent(settings: Settings, model: ChatModel | None = None, **kwargs: Any
     engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder, max_file_mb=settings.rag_max_file_mb)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder)
     return Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(proc: subprocess.Popen[Any], port: int, *, seconds: float = 60.0) -> None:
+    """Until the server process on ``port`` answers ``/readyz``; an AssertionError with its output
+    if it exits first or never does."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited: {proc.communicate()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"the server on port {port} never became ready")
 
 
 def free_socket() -> socket.socket:

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from server_helpers import make_agent, read_sse, settings_for
+from server_helpers import free_port, make_agent, read_sse, settings_for, wait_ready
 
 from saber.llm.openai_compat import OpenAIChatModel
 from saber.server import create_app
@@ -28,27 +27,13 @@ from saber.testing import FakeOpenAIServer
 SCRIPT = Path(__file__).with_name("serve_script.py")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start(home: Path, port: int, base_url: str, slow: str = "") -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
     env["SLOW_SECONDS"] = slow
     proc = subprocess.Popen([sys.executable, str(SCRIPT), str(home), str(port), base_url], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(600):
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                return proc
-        except httpx.ConnectError:
-            pass
-        if proc.poll() is not None:
-            raise AssertionError(f"the server exited: {proc.communicate()[1]}")
-        time.sleep(0.05)
-    raise AssertionError("the server never became ready")
+    wait_ready(proc, port)
+    return proc
 
 
 def events_until(stream: Iterator, kind: str) -> list:  # type: ignore[type-arg]

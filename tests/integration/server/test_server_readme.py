@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+from server_helpers import free_port, wait_ready
 
 ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -20,12 +18,6 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def block(language: str, containing: str) -> str:
     return next(b for b in re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL) if containing in b)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
@@ -39,13 +31,7 @@ def test_readme_serve_curl_and_openai_examples(tmp_path: Path) -> None:
     server = subprocess.Popen([sys.executable, "-m", "saber.cli", *serve.split()[1:-1], str(port)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(1200):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                    break
-            except httpx.ConnectError:
-                assert server.poll() is None, server.communicate()[1]
-                time.sleep(0.05)
+        wait_ready(server, port)
         done = subprocess.run(curl.replace(":8000", f":{port}"), shell=True, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("id: 1\r\nevent: start\r\n") or done.stdout.startswith("id: 1\nevent: start\n")

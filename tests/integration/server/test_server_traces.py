@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import LiveServer
+from server_helpers import LiveServer, free_port, wait_ready
 
 from saber.testing import FakeOpenAIServer
 from saber.tools import tool
@@ -119,27 +119,18 @@ def collector() -> Iterator[str]:
 
 @pytest.mark.slow
 def test_saber_serve_with_otel_endpoint_exports_its_spans_over_otlp(collector: str, tmp_path: Path) -> None:
-    from server_helpers import free_socket
-
-    with free_socket() as sock:
-        port = sock.getsockname()[1]
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
     env.update({"SABER_HOME": str(tmp_path / "home"), "SABER_OTEL_ENDPOINT": collector, "SABER_SEARCH_BACKEND": "none"})
     proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
+        wait_ready(proc, port)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         reply = httpx.post(base + "/api/chat", json={"message": "what time is it in Tokyo"}, timeout=60)
         assert reply.status_code == 200, reply.text
     finally:
-        proc.send_signal(signal.SIGTERM)  # the SDK flushes its batch at exit
+        proc.send_signal(signal.SIGTERM)  # the server flushes the spans it still holds as it stops
         output = proc.communicate(timeout=60)[0].decode(errors="replace")
     assert "POST /api/chat" in _Collector.names, (_Collector.names, output[-2000:])
     assert "invoke_agent saber" in _Collector.names and any(n.startswith("execute_tool ") for n in _Collector.names), \
