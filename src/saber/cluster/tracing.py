@@ -180,6 +180,14 @@ class RunSpans:
         call.end(end_time=end)
 
 
+RUN_SPAN = "invoke_agent saber"
+
+
+def run_attributes(task_id: str, **extra: Any) -> dict[str, Any]:
+    """The GenAI attributes of a run's span, wherever the run happens (a worker, one server)."""
+    return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "saber", "saber.task_id": task_id, **extra}
+
+
 class LocalRunTrace:
     """The in-process server's run span (``invoke_agent``): a run's events come from a stream whose
     first step runs in the request's task and the rest in a task of its own, so the span is made
@@ -188,9 +196,8 @@ class LocalRunTrace:
     def __init__(self, task_id: str, kind: str) -> None:
         self.span: Any = None
         if _enabled:
-            self.span = _tracer().start_span("invoke_agent saber", kind=_kind("INTERNAL"), attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "saber",
-                "saber.task_id": task_id, "saber.run_kind": kind})
+            self.span = _tracer().start_span(RUN_SPAN, kind=_kind("INTERNAL"),
+                                             attributes=run_attributes(task_id, **{"saber.run_kind": kind}))
         self.spans = RunSpans(self.span)
 
     @contextlib.contextmanager

@@ -198,9 +198,8 @@ class Worker:
                 await writer.append("done", _interrupted(claim), final=True)
                 status = "cancelled"
             else:
-                with tracing.span("invoke_agent saber", kind="CONSUMER", parent=claim.trace,
-                                  **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "saber",
-                                     "saber.task_id": claim.task_id, "saber.attempt": claim.attempts}) as run_span:
+                with tracing.span(tracing.RUN_SPAN, kind="CONSUMER", parent=claim.trace,
+                                  **tracing.run_attributes(claim.task_id, **{"saber.attempt": claim.attempts})) as run_span:
                     status = await self._stream(running, writer, tracing.RunSpans(run_span))
         except StreamTakenOver as exc:
             running.lost = True
