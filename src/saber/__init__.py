@@ -1,7 +1,8 @@
 """Saber: an agent runtime that lets language models use tools."""
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from saber._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from saber.agent import Agent, Answer
@@ -56,17 +57,7 @@ _HOMES = {
     "ToolRegistry": "saber.tools", "tool": "saber.tools",
 }
 
+"""Every public name is imported on first use, so ``import saber.cli`` (and ``saber --help``)
+does not pay for the graph runtime, HTTP clients, the knowledge base or the embedding model."""
 
-def __getattr__(name: str) -> Any:
-    """Every public name is imported on first use, so ``import saber.cli`` (and ``saber --help``)
-    does not pay for the graph runtime, HTTP clients, the knowledge base or the embedding model."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'saber' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

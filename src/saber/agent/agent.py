@@ -22,25 +22,28 @@ from collections.abc import (
     Coroutine,
     Iterable,
     Iterator,
+    Mapping,
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saber.agent.context import Turn
 from saber.agent.memory import MemoryService
-from saber.agent.modes.chat import run_chat
-from saber.agent.modes.rag import run_rag
-from saber.agent.modes.react import resume_react, run_react
 from saber.agent.modes.tool import ask_for_arguments, run_tool
 from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
 from saber.agent.redaction import checked_memory_text, off_loop_if_long, redacted
-from saber.agent.relevance import KnowledgeEvidence, settings_gate
-from saber.agent.router import Mode, RouteDecision, RouteOptions, needs_knowledge_evidence, route
+from saber.agent.router import (
+    KnowledgeEvidence,
+    Mode,
+    RouteDecision,
+    RouteOptions,
+    needs_knowledge_evidence,
+    route,
+)
 from saber.agent.scope import within_request
-from saber.agent.services import Services
-from saber.agent.subagents import SubAgentBase, default_sub_agents
+from saber.agent.services import Services, SubAgentSpec
 from saber.agent.tasks import check_new_task_id, list_tasks, resumable_task
 from saber.agent.validation import (
     check_query,
@@ -62,7 +65,6 @@ from saber.llm.limits import limits_from_settings
 from saber.llm.nomodel import is_no_model
 from saber.llm.types import Message
 from saber.mcp.manager import MCPManager
-from saber.rag.engine import RagEngine
 from saber.rag.factory import engine_from_settings
 from saber.rag.tools import knowledge_tools
 from saber.tools.base import Tool
@@ -71,6 +73,10 @@ from saber.tools.index import ToolIndex
 from saber.tools.modules import configured_tools
 from saber.tools.registry import ToolRegistry
 from saber.tools.system import system_tools
+
+if TYPE_CHECKING:
+    from saber.agent.subagents import SubAgentBase
+    from saber.rag.engine import RagEngine
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +169,7 @@ class Agent:
             knowledge=engine,
             memory=memory or MemoryService.from_settings(self.settings, embedder=engine.embedder, model=memory_model),
             checkpoints=checkpoints or _checkpoint_store(self.settings),
-            sub_agents=default_sub_agents() if sub_agents is None else sub_agents,
+            sub_agents=_DefaultSubAgents() if sub_agents is None else sub_agents,
             tool_index=ToolIndex(engine.embedder),
         )
         self._requests: dict[str, _Request] = {}
@@ -273,6 +279,8 @@ class Agent:
                 turn.preferences = await self.services.memory.preferences(turn.user_id)
             turn.route = RouteDecision(mode="react", rule=f"resume:checkpoint({saved.status})", tools=list(tools))
             await turn.emit(Route(mode="react", rule=turn.route.rule, tools=turn.route.tools))
+            from saber.agent.modes.react import resume_react
+
             with approving_with(self.approvals.for_user(turn.user_id)):
                 answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
             await self._finalize(turn, answer, remember=False)
@@ -434,9 +442,9 @@ class Agent:
         if decision.mode != "tool":
             return decision
         for name in decision.tools:
-            node = await choose_tool_call(turn, name)
-            if node is not None:
-                turn.tool_node = node
+            chosen = await choose_tool_call(turn, name)
+            if chosen is not None:
+                turn.tool_node, turn.tool_node_by_model = chosen
                 return RouteDecision(mode="tool", rule=decision.rule, tools=[name], needs=decision.needs)
         if decision.tools == ["get_weather"] and not turn.has_model:  # no place named, none preferred: ask which
             return RouteDecision(mode="tool", rule=f"{decision.rule}(no city: ask)", tools=decision.tools,
@@ -451,6 +459,8 @@ class Agent:
         engine = self.services.knowledge
         if engine is None or not needs_knowledge_evidence(turn.query, options):
             return None
+        from saber.agent.relevance import settings_gate  # numpy and the embedder: only with documents loaded
+
         gate = settings_gate(engine, self.settings)
         return await asyncio.to_thread(gate.evidence, turn.query)
 
@@ -459,10 +469,16 @@ class Agent:
             return await run_tool(turn, turn.tool_node)
         if decision.mode == "tool":
             return await ask_for_arguments(turn, decision.tools)
-        if decision.mode == "rag":
+        if decision.mode == "rag":  # each mode is imported when first used: a time query never loads the planner
+            from saber.agent.modes.rag import run_rag
+
             return await run_rag(turn)
         if decision.mode == "react":
+            from saber.agent.modes.react import run_react
+
             return await run_react(turn)
+        from saber.agent.modes.chat import run_chat
+
         return await run_chat(turn)
 
     async def _finalize(self, turn: Turn, answer: str, remember: bool) -> None:
@@ -498,6 +514,26 @@ class Agent:
         with _logged("memory extraction"):
             for r in await memory.remember_turn(user_id, query, answer):
                 self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
+
+
+class _DefaultSubAgents(Mapping[str, SubAgentSpec]):
+    """The built-in sub-agents, imported when a plan first needs them: they bring the graph
+    runtime, the knowledge base and json-repair, which a query answered by one tool never uses."""
+
+    @functools.cached_property
+    def _agents(self) -> dict[str, SubAgentBase]:
+        from saber.agent.subagents import default_sub_agents
+
+        return default_sub_agents()
+
+    def __getitem__(self, name: str) -> SubAgentSpec:
+        return self._agents[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._agents)
+
+    def __len__(self) -> int:
+        return len(self._agents)
 
 
 @contextlib.contextmanager

@@ -48,6 +48,8 @@ class Turn:
     """Background work started for this request, cancelled with it."""
     tool_node: Node | None = None
     """The call tool mode decided on while routing."""
+    tool_node_by_model: bool = False
+    """Whether the model chose ``tool_node``'s arguments (else the rules did, from the request itself)."""
     prompt_tools: list[str] | None = None
     """The tools the planner prompt listed when there were too many to list all (else None)."""
     selected_tools: list[str] | None = None

@@ -17,11 +17,12 @@ import statistics
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from saber.agent.router import KnowledgeEvidence
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -44,28 +45,6 @@ MIN_THRESHOLD = 0.02
 FIXED_THRESHOLDS = {"hashing:": 0.05}
 """Embedders (by name prefix) whose scores calibration does not suit: feature hashing measures word
 overlap only, so its probe scores are mostly exactly 0 plus the odd hash collision."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class KnowledgeEvidence:
-    """The best passage's relevance to a query against the threshold: why rag was (not) chosen."""
-
-    best: float
-    threshold: float
-    title: str | None = None
-    calibrated: bool = True
-    """False when the threshold came from the settings rather than calibration."""
-
-    @property
-    def relevant(self) -> bool:
-        return self.best >= self.threshold
-
-    def to_dict(self) -> dict[str, object]:
-        return {"best": round(self.best, 4), "threshold": round(self.threshold, 4), "relevant": self.relevant,
-                "title": self.title, "calibrated": self.calibrated}
-
-    def describe(self) -> str:
-        return f"best {self.best:.3f} {'≥' if self.relevant else '<'} threshold {self.threshold:.3f}"
 
 
 class RelevanceGate:

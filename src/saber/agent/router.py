@@ -18,11 +18,32 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from saber.agent.relevance import KnowledgeEvidence
 from saber.planner import keywords as kw
 
 Mode = Literal["chat", "tool", "rag", "react"]
 MODES: tuple[Mode, ...] = ("chat", "tool", "rag", "react")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KnowledgeEvidence:
+    """The best passage's relevance to a query against the threshold: why rag was (not) chosen."""
+
+    best: float
+    threshold: float
+    title: str | None = None
+    calibrated: bool = True
+    """False when the threshold came from the settings rather than calibration."""
+
+    @property
+    def relevant(self) -> bool:
+        return self.best >= self.threshold
+
+    def to_dict(self) -> dict[str, object]:
+        return {"best": round(self.best, 4), "threshold": round(self.threshold, 4), "relevant": self.relevant,
+                "title": self.title, "calibrated": self.calibrated}
+
+    def describe(self) -> str:
+        return f"best {self.best:.3f} {'≥' if self.relevant else '<'} threshold {self.threshold:.3f}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,5 +55,21 @@ class Services:
         """``GraphConfig.from_settings(self.settings, **overrides)``."""
         return GraphConfig.from_settings(self.settings, **overrides)
 
-    def agent_descriptions(self) -> dict[str, str]:
-        return {name: agent.description for name, agent in self.sub_agents.items()}
+    def agent_descriptions(self) -> Mapping[str, str]:
+        """``name → description`` of the sub-agents, read when first looked at: a request that never
+        plans does not import the built-in sub-agents."""
+        return _Descriptions(self.sub_agents)
+
+
+class _Descriptions(Mapping[str, str]):
+    def __init__(self, agents: Mapping[str, SubAgentSpec]) -> None:
+        self._agents = agents
+
+    def __getitem__(self, name: str) -> str:
+        return self._agents[name].description
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._agents)
+
+    def __len__(self) -> int:
+        return len(self._agents)

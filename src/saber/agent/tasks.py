@@ -6,9 +6,11 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from saber.agent.modes.react import TASK_KIND
 from saber.graph.checkpoint import Checkpoint, CheckpointStore
 from saber.graph.checkpoint.base import owner_gone
+
+TASK_KIND = "agent.react"
+"""The ``kind`` in a react task's checkpoint metadata: what ``saber tasks`` lists and ``resume`` accepts."""
 
 RESUMABLE = ("running", "answering", "cancelled")
 """running: the process that ran it died; answering: it died (or was cancelled) while writing the

@@ -22,8 +22,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from saber.agent import Agent
-from saber.agent.modes.react import TASK_KIND
-from saber.agent.tasks import RESUMABLE
+from saber.agent.tasks import RESUMABLE, TASK_KIND
 from saber.cluster import metrics, tracing
 from saber.cluster.eventstream import StreamTakenOver, StreamWriter
 from saber.cluster.queue import Claim, RunQueue

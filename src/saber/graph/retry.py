@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 import socket
 import ssl
+import sys
 import urllib.error
 from dataclasses import dataclass
-
-import httpx
+from typing import Any
 
 from saber.graph.config import GraphConfig
 from saber.graph.placeholders import PlaceholderError
@@ -23,21 +23,29 @@ class Failure:
     retryable: bool
 
 
-_CONNECTION_ERRORS = (ConnectionError, socket.gaierror, ssl.SSLError, httpx.TransportError)
-"""Errors of reaching a backend. Other ``OSError``s (a missing file, no permission) are local
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, socket.gaierror, ssl.SSLError)
+"""Errors of reaching a backend (with httpx's ``TransportError``). Other ``OSError``s (a missing file, no permission) are local
 and would fail the same way again, so they are not retried."""
 _CONNECTION_NAMES = {"ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout"}
 """Connection errors of client libraries that do not subclass the built-in ones (requests, aiohttp...)."""
 
 
+def _httpx() -> Any:
+    """httpx when some code has loaded it, else None: an exception can be one of its errors only
+    then, and importing it just to ask would cost every run that never uses HTTP."""
+    return sys.modules.get("httpx")
+
+
 def _is_connection_error(exc: BaseException) -> bool:
     """A connection error itself, urllib's ``URLError`` wrapping one, a client library's own
     connection error, or anything caused by one (the ``__cause__``/``__context__`` chain)."""
+    httpx = _httpx()
+    errors = _CONNECTION_ERRORS if httpx is None else (*_CONNECTION_ERRORS, httpx.TransportError)
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, _CONNECTION_ERRORS) or type(current).__name__ in _CONNECTION_NAMES:
+        if isinstance(current, errors) or type(current).__name__ in _CONNECTION_NAMES:
             return True
         if isinstance(current, urllib.error.URLError) and not isinstance(current, urllib.error.HTTPError):
             reason = current.reason  # an exception for network failures, a string for "unknown url type" and the like
@@ -63,7 +71,8 @@ def classify(exc: BaseException, *, timeout: float | None = None) -> Failure:
     if isinstance(exc, TimeoutError):
         limit = f" after {seconds_text(timeout)}" if timeout else ""
         return Failure(message=f"timed out{limit}", retryable=True)
-    if isinstance(exc, httpx.HTTPStatusError):
+    httpx = _httpx()
+    if httpx is not None and isinstance(exc, httpx.HTTPStatusError):
         code = exc.response.status_code
         return Failure(message=f"HTTP {code} from {exc.request.url}", retryable=code >= 500 or code == 429)
     if isinstance(exc, urllib.error.HTTPError):

@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import json_repair
-
 from saber.llm.types import ToolCall
 
 __all__ = ["TextToolCalls", "extract_text_tool_calls", "loads_lenient"]
@@ -53,6 +51,8 @@ def loads_lenient(text: str) -> tuple[Any, bool]:
         return json.loads(text), False
     except ValueError:
         pass
+    import json_repair  # loaded when a model first writes broken JSON, not by every process that might
+
     try:
         value = json_repair.repair_json(text, return_objects=True)
     except Exception:  # json-repair is best effort; any failure means "no JSON here"

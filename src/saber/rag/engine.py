@@ -7,9 +7,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from saber.llm.base import ChatModel
 from saber.llm.types import Message
@@ -28,9 +26,11 @@ from saber.rag.documents import (
 from saber.rag.embedder import Embedder, Vectors
 from saber.rag.filler import VectorFiller
 from saber.rag.fusion import RRF_K, reciprocal_rank_fusion
-from saber.rag.keyword import BM25Index, tokenize
-from saber.rag.loaders import load_file
 from saber.rag.store.base import KnowledgeStore
+
+if TYPE_CHECKING:
+
+    from saber.rag.keyword import BM25Index
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
 Reranker = Callable[[str, Sequence[Hit]], Sequence[float]]
@@ -112,6 +112,8 @@ class RagEngine:
     # -- ingest ----------------------------------------------------------------------------------
 
     def ingest_file(self, path: str | Path, *, wait: bool = True, on_progress: Progress | None = None) -> IngestResult:
+        from saber.rag.loaders import load_file  # the file readers (HTML, .docx...) load with the first file
+
         loaded = load_file(path, max_bytes=self.max_bytes)
         return self.ingest_text(loaded.title, loaded.text, source=loaded.source, doc_type=loaded.doc_type,
                                 wait=wait, on_progress=on_progress)
@@ -187,6 +189,10 @@ class RagEngine:
 
     def chunk_text(self, title: str, text: str) -> tuple[list[str], list[ChunkRecord]]:
         """The parent sections and child chunks (with their search tokens) a document is stored as."""
+        from saber.rag.keyword import (
+            tokenize,  # the tokenizer (and numpy) load with the first ingest or search
+        )
+
         self._ensure_embedding()
         sections = chunk_document(text, self.chunking)
         if not sections:
@@ -203,6 +209,8 @@ class RagEngine:
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         """One batch of passages as unit vectors (raises EmbeddingError on a bad shape)."""
+        import numpy as np
+
         part = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
         if part.shape != (len(texts), self.embedder.dim):
             raise EmbeddingError(f"{self.embedder.name} returned shape {part.shape} for {len(texts)} texts")
@@ -254,6 +262,8 @@ class RagEngine:
     def _keyword_index(self) -> BM25Index:
         """The BM25 index at the store's revision: built once, then only the chunks added and
         removed since (from this or any other process) are applied."""
+        from saber.rag.keyword import BM25Index
+
         with self._keyword_lock:
             held = self._bm25
             changes = self.store.keyword_changes(None if held is None else held[0])
@@ -272,6 +282,8 @@ class RagEngine:
         """The best ``k`` chunks for ``query``, each with its parent section and an honest score."""
         if not query.strip() or k <= 0:
             return []
+        from saber.rag.keyword import tokenize
+
         depth = max(self.candidates, k)
         keyword: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []

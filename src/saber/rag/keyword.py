@@ -16,11 +16,13 @@ import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, TypeAlias
 
 from saber.language import HAN, HAN_CHAR
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _WORD = re.compile(rf"[0-9a-z\u00c0-\u024f]+(?:[._'][0-9a-z]+)*|[{HAN}]+")
 _CJK = HAN_CHAR
@@ -61,7 +63,7 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-_State = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.bool_], float]
+_State: TypeAlias = "tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.bool_], float]"
 """(chunk ids by row, token counts by row, alive by row, mean length of the alive rows)."""
 
 
@@ -151,6 +153,8 @@ class BM25Index:
         self.add([i for i, _ in keep], [tokens[r] for _, r in keep])
 
     def _state(self) -> _State:
+        import numpy as np
+
         if self._cache is None:
             lengths = np.asarray(self._lengths, dtype=np.float32)
             alive = np.asarray(self._alive, dtype=bool)
@@ -160,6 +164,8 @@ class BM25Index:
         return self._cache
 
     def _term(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        import numpy as np
+
         arrays = self._arrays.get(term)
         if arrays is None:
             entry = self._postings.get(term)
@@ -171,6 +177,8 @@ class BM25Index:
 
     def search(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
         """Top ``k`` (chunk id, BM25 score), best first; chunks sharing no term are left out."""
+        import numpy as np
+
         n = len(self)
         if n == 0 or k <= 0:
             return []

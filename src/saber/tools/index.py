@@ -19,16 +19,17 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from saber.tools.base import Tool
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 log = logging.getLogger(__name__)
 
-Vector = npt.NDArray[np.float32]
+Vector: TypeAlias = "npt.NDArray[np.float32]"
 
 
 class _Embedder(Protocol):
@@ -104,6 +105,8 @@ class ToolIndex:
             self._worker.start()
 
     def _embed_work(self) -> None:
+        import numpy as np
+
         assert self.embedder is not None
         while True:
             with self._lock:
@@ -150,6 +153,8 @@ class ToolIndex:
 
     async def prepare(self, query: str) -> None:
         """Embed ``query`` in a thread, for the sync searches that follow (no-op without an embedder)."""
+        import numpy as np
+
         if self.embedder is None or query in self._queries or not self._vectors:
             return
         embedder = self.embedder
@@ -161,6 +166,8 @@ class ToolIndex:
 
     def embed_query_now(self, query: str) -> None:
         """``prepare`` without a loop (benchmarks)."""
+        import numpy as np
+
         if self.embedder is not None:
             self._queries[query] = np.asarray(self.embedder.embed_query(query), dtype=np.float32)
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import settings_for
 from saber.agent import Agent
-from saber.events import Error, ToolCallEvent
+from saber.events import Error, Plan, ToolCallEvent
 from saber.llm.base import ModelError
 from saber.testing import ScriptedModel
 from saber.tools import tool
@@ -59,6 +59,18 @@ async def test_arguments_the_tool_rejects_fall_back_to_the_rules(make_agent: Cal
     agent = make_agent(model, builtin=False, tools=[city_weather])
     answer = await agent.ask("weather in Paris", user_id="u1")
     assert call_of(answer).params == {"city": "Paris"}
+
+
+async def test_a_city_the_model_copied_from_the_prompt_example_is_replaced_by_the_one_asked_for(
+        make_agent: Callable[..., Agent]) -> None:
+    """The model's arguments are checked against the planner prompt's example (Shanghai); the rules'
+    own call takes its values from the request, so only a model-chosen call is checked."""
+    model = ScriptedModel(['{"city": "Shanghai"}', "Paris is sunny."])
+    agent = make_agent(model, builtin=False, tools=[city_weather])
+    answer = await agent.ask("weather in Paris today", user_id="u1")
+    assert call_of(answer).params == {"city": "Paris"}
+    grounding = [e for e in answer.events if isinstance(e, Plan) and e.source == "grounding"]
+    assert len(grounding) == 1 and "Shanghai" in grounding[0].warnings[0]
 
 
 async def test_a_query_over_the_limit_is_refused_before_any_event(tmp_path: Path, make_agent: Callable[..., Agent]) -> None:

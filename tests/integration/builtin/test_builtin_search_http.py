@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import ddgs
 import pytest
 from builtin_fakes import FakeService, Route, Seen
 
 from saber.tools import ToolError
 from saber.tools.builtin import make_search_tool
-from saber.tools.builtin import search as search_module
 
 TAVILY = "/search-api"
 
@@ -31,7 +31,7 @@ def no_ddgs(monkeypatch: pytest.MonkeyPatch) -> None:
         def __init__(self, *args: object, **kwargs: object) -> None:
             raise AssertionError("ddgs must not be used here")
 
-    monkeypatch.setattr(search_module, "DDGS", Forbidden)
+    monkeypatch.setattr(ddgs, "DDGS", Forbidden)
 
 
 async def test_tavily_sends_key_and_query_and_numbers_results(fake_service: FakeService) -> None:
@@ -142,7 +142,7 @@ async def test_auto_reports_every_backend_when_none_answers(
         def text(self, query: str, **kwargs: object) -> list[dict[str, str]]:
             raise DDGSException("Connection refused (os error 111)")
 
-    monkeypatch.setattr(search_module, "DDGS", Offline)
+    monkeypatch.setattr(ddgs, "DDGS", Offline)
 
     def unauthorized(seen: Seen) -> Route:
         return Route(status=401, body={"detail": {"error": "invalid API key"}})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ddgs
 import httpx
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
@@ -12,7 +13,6 @@ from pydantic import SecretStr
 from saber.config import Settings
 from saber.tools import ToolArgumentError, ToolError
 from saber.tools.builtin import builtin_tools, make_search_tool
-from saber.tools.builtin import search as search_module
 from saber.tools.builtin.search import (
     DdgsBackend,
     SearchHit,
@@ -25,7 +25,7 @@ from saber.tools.builtin.search import (
 
 def fake_ddgs(monkeypatch: pytest.MonkeyPatch, *, rows: list[dict[str, str]] | None = None,
               error: Exception | None = None) -> list[dict[str, Any]]:
-    """Replace the DDGS class; returns the list of recorded calls."""
+    """Replace the DDGS class (the backend imports it from ``ddgs`` when it searches); returns the list of recorded calls."""
     calls: list[dict[str, Any]] = []
 
     class FakeDDGS:
@@ -38,7 +38,7 @@ def fake_ddgs(monkeypatch: pytest.MonkeyPatch, *, rows: list[dict[str, str]] | N
                 raise error
             return rows or []
 
-    monkeypatch.setattr(search_module, "DDGS", FakeDDGS)
+    monkeypatch.setattr(ddgs, "DDGS", FakeDDGS)
     return calls
 
 
@@ -183,7 +183,7 @@ async def test_ddgs_that_hangs_is_cut_off_as_retryable(monkeypatch: pytest.Monke
             release.wait()
             return []
 
-    monkeypatch.setattr(search_module, "DDGS", Hanging)
+    monkeypatch.setattr(ddgs, "DDGS", Hanging)
     try:
         with pytest.raises(ToolError) as info:
             await make_search_tool("ddgs", timeout=0.2).run({"query": "q"})

@@ -115,3 +115,19 @@ def test_all_names_exist_and_are_public(module: str) -> None:
     for name in mod.__all__:
         assert getattr(mod, name) is not None
         assert not name.startswith("_") or name == "__version__"
+
+
+@pytest.mark.parametrize("package", ["saber", "saber.planner", "saber.rag", "saber.db"])
+def test_a_lazily_exported_name_is_never_shadowed_by_a_submodule(package: str) -> None:
+    """These packages import a name's module on first use. Had a name the same spelling as a
+    submodule, importing that submodule first (as any caller may) would bind the module to it."""
+    probe = f"""
+import importlib, json, pkgutil, types
+package = importlib.import_module({package!r})
+for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    importlib.import_module(info.name)
+print(json.dumps(sorted(n for n in package.__all__ if isinstance(getattr(package, n), types.ModuleType))))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []

@@ -6,10 +6,7 @@ user's rows. Methods block; async callers run them in worker threads.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, cast
 
 from saber.agent.memory.store import (
     HISTORY_ROLES,
@@ -24,6 +21,10 @@ from saber.agent.memory.store import (
     vector_to_bytes,
 )
 from saber.db import Database, DatabaseError, Tx, open_database
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _MEMORY_COLUMNS = "id, user_id, text, norm, importance, created_at, last_used_at, uses, source, embedder, vector"
 

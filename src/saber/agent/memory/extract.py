@@ -14,8 +14,6 @@ import math
 import re
 from typing import Any
 
-import json_repair
-
 from saber.agent.memory.longterm import MemoryCandidate
 from saber.llm.base import ChatModel
 from saber.llm.types import Message
@@ -114,6 +112,8 @@ def strict_json(text: str) -> Any:
         return None
     except ValueError:
         try:
+            import json_repair  # only a model's malformed output needs it
+
             data = json_repair.loads(body)
         except (ValueError, RecursionError):
             return None

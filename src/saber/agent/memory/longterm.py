@@ -17,15 +17,16 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Literal
 
 from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.agent.memory.store import MemoryRecord, MemoryStore, NewMemory, check_user_id, normalise_text
 from saber.agent.memory.thresholds import MemoryThresholds, thresholds_for
 from saber.rag.embedder import Embedder
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 DEFAULT_MERGE_THRESHOLD = 0.97
 """Tuned for the bundled multilingual-e5-small, whose cosines run high: rewordings of one fact
@@ -142,6 +143,8 @@ class LongTermMemory:
 
     def baseline(self, query_vector: npt.NDArray[np.float32]) -> float:
         """Mean of the query's three highest similarities to the neutral anchor sentences."""
+        import numpy as np
+
         if self._anchors is None:
             self._anchors = self.embedder.embed_documents(list(_ANCHORS))
         sims = np.sort(self._anchors @ query_vector)
@@ -197,6 +200,8 @@ class LongTermMemory:
         return AddOutcome(action="merged" if merged else "stored", text=text, record=record)
 
     def _near_duplicate(self, new: NewMemory, existing: list[MemoryRecord]) -> MemoryRecord | None:
+        import numpy as np
+
         best: MemoryRecord | None = None
         best_sim = -2.0
         for record in existing:
@@ -225,6 +230,8 @@ class LongTermMemory:
         records = self._current(user_id)
         if not records:
             return []
+        import numpy as np  # only a user with memories needs it
+
         q = self.embedder.embed_query(query)
         base = self.baseline(q)
         sims = np.stack([r.vector for r in records]) @ q
@@ -263,6 +270,8 @@ class LongTermMemory:
 
 
 def _with_vector(record: MemoryRecord, vector: npt.NDArray[np.float32], embedder: str) -> MemoryRecord:
+    import numpy as np
+
     return replace(record, vector=np.asarray(vector, dtype=np.float32), embedder=embedder)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 HistoryRole = Literal["system", "user", "assistant", "tool"]
 HISTORY_ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
@@ -144,8 +145,12 @@ def check_user_id(user_id: str) -> str:
 
 
 def vector_to_bytes(vector: npt.NDArray[np.float32]) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype=np.float32).reshape(-1).tobytes()
 
 
 def vector_from_bytes(raw: bytes | memoryview) -> npt.NDArray[np.float32]:
+    import numpy as np
+
     return np.frombuffer(bytes(raw), dtype=np.float32).copy()

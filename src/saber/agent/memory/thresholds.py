@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Literal
 
 from saber.rag.embedder import Embedder
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 Source = Literal["measured", "calibrated", "settings"]
 

@@ -13,6 +13,7 @@ from saber.agent.modes.react_stream import run_streamed_plan
 from saber.agent.observations import observations, rule_answer
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
+from saber.agent.tasks import TASK_KIND
 from saber.events import Error, Plan
 from saber.graph.agents import ReplanRequest
 from saber.graph.node import Node
@@ -169,9 +170,6 @@ async def task_meta(turn: Turn) -> dict[str, Any]:
     with its secrets redacted: a checkpoint is stored and listed by ``saber tasks``)."""
     return {"kind": TASK_KIND, "query": await redacted(turn.query), "user_id": turn.user_id,
             "tools": sorted(turn.tools)}
-
-
-TASK_KIND = "agent.react"
 
 
 def _runtime_parts(turn: Turn) -> dict[str, Any]:

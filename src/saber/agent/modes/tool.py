@@ -47,10 +47,11 @@ def _tool_events(turn: Turn) -> EventHandler:
 
 async def run_tool(turn: Turn, node: Node) -> str:
     """Execute ``node`` (with the runtime's retries and timeout) and answer from its result."""
-    checked = await ground_tool_call(turn, node)  # a model-chosen value copied from a prompt example
-    if checked is None:
-        return await run_chat(turn)
-    node = checked
+    if turn.tool_node_by_model:  # a model may copy a value from a prompt's example; the rules take theirs from the request
+        checked = await ground_tool_call(turn, node)
+        if checked is None:
+            return await run_chat(turn)
+        node = checked
     runtime = GraphRuntime([node], turn.tools, turn.services.graph_config(max_replan=0), _tool_events(turn),
                            task_id=turn.task_id)
     run = await runtime.run()

@@ -32,13 +32,15 @@ _JSON = (
 )
 
 
-async def choose_tool_call(turn: Turn, tool_name: str) -> Node | None:
-    """The call tool mode makes of ``tool_name`` (None when neither the model nor the rules can fill it)."""
+async def choose_tool_call(turn: Turn, tool_name: str) -> tuple[Node, bool] | None:
+    """The call tool mode makes of ``tool_name``, and whether the model chose its arguments (None
+    when neither the model nor the rules can fill it)."""
     if turn.has_model and tool_name in turn.tools:
         args = await model_arguments(turn, turn.tools[tool_name])
         if args is not None:
-            return Node(id="n1", tool=tool_name, params=args)
-    return pick_tool_call(turn, tool_name)
+            return Node(id="n1", tool=tool_name, params=args), True
+    node = pick_tool_call(turn, tool_name)
+    return (node, False) if node is not None else None
 
 
 async def model_arguments(turn: Turn, tool: Tool) -> dict[str, Any] | None:

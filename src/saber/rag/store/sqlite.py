@@ -13,13 +13,14 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from saber.rag.embedder import Vectors
 from saber.rag.store.base import Embed
 from saber.rag.store.sql import SqlStore
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CLAIM_LEASE = 600.0
 """Seconds a filler's claim on pending chunks lasts even if its process id is taken by another."""
@@ -47,6 +48,8 @@ class SQLiteStore(SqlStore):
         super().__init__(str(path), pool_size=pool_size)
 
     def _vector_param(self, vector: Vectors) -> Any:
+        import numpy as np
+
         return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
     def _has_chunk_table(self, cur: Any) -> bool:
@@ -98,6 +101,8 @@ class SQLiteStore(SqlStore):
         cur.executemany("DELETE FROM rag_embed_claims WHERE chunk_id = ?", [(cid,) for cid in ids])
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        import numpy as np
+
         with self._cursor() as cur:
             revision = tuple(str(r[0]) for r in cur.execute(
                 "SELECT value FROM rag_meta WHERE key IN ('revision', 'vectors') ORDER BY key").fetchall())
@@ -116,6 +121,8 @@ class SQLiteStore(SqlStore):
         return ids, matrix
 
     def vector_search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
+        import numpy as np
+
         ids, matrix = self._vectors()
         if len(ids) == 0 or k <= 0:
             return []

@@ -1,7 +1,8 @@
 """One HTTP call to a tool's backend, every failure turned into a ToolError the model can read.
 
 Network unreachable, timeouts, 429 and 5xx are retryable (trying again later can help); other
-4xx and a body that is not JSON are not.
+4xx and a body that is not JSON are not. httpx is imported by the first call: the built-in tools
+are registered by every process, most of which (a time query, ``saber docs``) never call out.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from saber.tools.errors import ToolError
+
+if TYPE_CHECKING:
+    import httpx
 
 _MAX_REASON = 200
 
@@ -28,6 +30,8 @@ class ServiceError(ToolError):
 
 def make_client(timeout: float, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
     """A short-lived client; one per call keeps tools free of event-loop-bound state."""
+    import httpx
+
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout),
         transport=transport,
@@ -52,6 +56,8 @@ async def request_json(
     ``budget`` (seconds) bounds the whole exchange, on top of the client's per-read timeout,
     so a server that trickles bytes cannot hold the call longer than that.
     """
+    import httpx
+
     try:
         async with asyncio.timeout(budget):
             response = await client.request(method, url, params=params, json=json_body, headers=headers)

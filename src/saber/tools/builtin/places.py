@@ -15,16 +15,18 @@ from dataclasses import dataclass
 from datetime import UTC, timedelta, tzinfo
 from datetime import timezone as fixed_offset
 from functools import cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from saber.cities import City, find_city, lookup_city
 from saber.language import has_han
 from saber.tools.builtin._http import make_client, request_json
 from saber.tools.errors import ToolArgumentError, ToolError
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 _SERVICE = "geocoding service (Open-Meteo)"

@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-import httpx
-from ddgs import DDGS
-from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 from saber.tools.base import Tool, tool
 from saber.tools.builtin._http import ServiceError, make_client, request_json
 from saber.tools.errors import ToolArgumentError, ToolError
+
+if TYPE_CHECKING:
+    import httpx
 
 SearchBackendName = Literal["auto", "tavily", "searxng", "ddgs", "none"]
 DEFAULT_TAVILY_URL = "https://api.tavily.com/search"
@@ -134,6 +134,9 @@ class DdgsBackend:
     label: str = "DuckDuckGo"
 
     def _search_sync(self, query: str, max_results: int) -> list[dict[str, Any]]:
+        from ddgs import DDGS  # imported when a search runs: loading it costs every other command
+        from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+
         try:
             return DDGS(timeout=max(1, round(self.timeout))).text(query, max_results=max_results)
         except RatelimitException as exc:

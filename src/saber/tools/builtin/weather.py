@@ -8,13 +8,17 @@ unknown city are not. Nothing is ever made up.
 
 from __future__ import annotations
 
-import httpx
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ValidationError
 
 from saber.tools.base import Tool, tool
 from saber.tools.builtin._http import make_client, request_json
 from saber.tools.builtin.places import DEFAULT_GEOCODING_URL, Place, PlaceResolver, UnknownPlaceError
 from saber.tools.errors import ToolArgumentError, ToolError
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_FORECAST_URL = "https://api.open-meteo.com/v1/forecast"
 CURRENT_FIELDS = "temperature_2m,relative_humidity_2m,apparent_temperature,weather_code,wind_speed_10m"
