@@ -1,5 +1,6 @@
 """The web page as a person uses it: chat with streamed tokens, the live task graph with a race,
-stop, upload and cite, sign-in, Chinese text, and untrusted Markdown that must not run."""
+stop, upload and cite, vectors filling after an upload, sign-in, Chinese text, and untrusted
+Markdown that must not run."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import Route, expect
 
 from conftest import ModelScript, wait_until
 from saber.testing.fake_openai import FakeReply
@@ -201,6 +203,93 @@ def test_an_uploaded_document_is_listed_and_cited_under_the_answer(live: Any, pa
     assert "Otter facts" in page.get_by_test_id("citations").inner_text()
     page.locator("[data-testid=citations] a").first.click()
     page.wait_for_selector("[data-testid=doc-viewer]:has-text('drift apart')")
+
+
+CRANES = "# 港口起重机 <img src=x onerror=window.__xss=1> [draft]\n\n" + "\n\n".join(
+    f"Crane {i} lifts forty containers an hour at berth {i}, then waits for the next ship to dock." * 2
+    for i in range(12))
+
+
+def test_an_uploads_vectors_show_their_progress_while_they_fill_then_the_row_turns_done(
+        live: Any, page: Any, script: ModelScript, tmp_path: Path) -> None:
+    server = live(tools=TOOLS)
+    engine = server.agent.services.knowledge
+    assert engine is not None and engine._filler is not None
+    assert engine._filler.stop(30)  # hold the vectors back: the test fills them, batch by batch
+    doc = tmp_path / "港口 [draft].md"
+    doc.write_text(CRANES, encoding="utf-8")
+    page.goto(server.url + "/#/knowledge")
+    page.get_by_test_id("file-input").set_input_files([str(doc)])
+    expect(page.locator("[data-file='港口 [draft].md']")).to_have_attribute("data-state", "done")
+    [listed] = httpx.get(server.url + "/api/documents").json()
+    total = listed["chunks"]
+    assert listed["search"] == "keyword" and listed["embedded_chunks"] == 0 and total > 3
+    row = page.locator(f"[data-testid=documents] tr[data-document-id='{listed['id']}']")
+    expect(row.locator("a")).to_have_text("港口起重机 <img src=x onerror=window.__xss=1> [draft]")  # text, not markup
+    expect(row).to_have_attribute("data-search", "keyword")
+    vectors = row.get_by_test_id("vectors")
+    expect(vectors).to_have_text(f"vectors 0 / {total} · keyword search until done")
+    expect(vectors.locator("progress")).to_have_attribute("max", str(total))
+    expect(vectors.locator("progress")).to_have_attribute("value", "0")
+    expect(page.get_by_test_id("documents")).to_have_attribute("data-polling", "true")
+    screenshot(page, "knowledge-vectors.png")
+
+    assert engine.store.fill_pending(engine.embed_passages, 3, listed["id"]) == 3  # one batch of three
+    expect(vectors).to_have_text(f"vectors 3 / {total} · keyword search until done")  # the open page follows
+    expect(vectors.locator("progress")).to_have_attribute("value", "3")
+
+    engine.fill_vectors()
+    expect(row).to_have_attribute("data-search", "hybrid")
+    expect(vectors).to_be_hidden()
+    expect(row.locator("progress")).to_have_count(0)
+    expect(page.get_by_test_id("documents")).to_have_attribute("data-polling", "false")  # done: no more asking
+    assert page.evaluate("window.__xss") is None
+    assert not page.errors
+
+
+ODD_DOCUMENTS = [
+    {"id": "zero", "title": "No chunks", "chunks": 0, "embedded_chunks": 0, "search": "keyword", "indexed": True},
+    {"id": "stored", "title": "Stored, not indexed", "chunks": 5, "embedded_chunks": 0, "search": "none", "indexed": False},
+    {"id": "unknown", "title": "No counts", "search": "keyword", "indexed": True},
+    {"id": "over", "title": "More vectors than chunks", "chunks": 4, "embedded_chunks": 9, "search": "keyword", "indexed": True},
+    {"id": "text", "title": "Counts as text", "chunks": "many", "embedded_chunks": "some", "search": "keyword", "indexed": True},
+]
+
+
+def test_documents_whose_counts_make_no_bar_show_none_and_a_pending_one_shows_its_counts_in_both_languages(
+        live: Any, page: Any, script: ModelScript) -> None:
+    documents = [*ODD_DOCUMENTS, {"id": "big", "title": "手册 <b>v2</b>", "chunks": 1535, "embedded_chunks": 120,
+                                  "search": "keyword", "indexed": True}]
+
+    def answer(route: Route) -> None:
+        if route.request.method == "GET":
+            route.fulfill(json=documents)
+        else:
+            route.continue_()
+
+    server = live(tools=TOOLS)
+    page.route("**/api/documents", answer)
+    page.goto(server.url + "/#/knowledge")
+    table = page.get_by_test_id("documents")
+    expect(table.locator("tr[data-document-id]")).to_have_count(len(documents))
+    expect(table.locator("progress")).to_have_count(1)
+    big = table.locator("tr[data-document-id=big]")
+    expect(big.get_by_test_id("vectors")).to_have_text("vectors 120 / 1,535 · keyword search until done")
+    expect(big.locator("a")).to_have_text("手册 <b>v2</b>")
+    for odd in ODD_DOCUMENTS:
+        expect(table.locator(f"tr[data-document-id={odd['id']}]").get_by_test_id("vectors")).to_be_hidden()
+    text = table.inner_text()
+    assert "NaN" not in text and "undefined" not in text and "Infinity" not in text
+    expect(table).to_have_attribute("data-polling", "true")
+
+    page.get_by_test_id("lang").click()
+    expect(big.get_by_test_id("vectors")).to_have_text("向量 120 / 1,535 · 完成前仅用关键词检索")
+
+    documents[-1] = {**documents[-1], "embedded_chunks": 1535, "search": "hybrid"}  # the next poll finds it done
+    expect(big).to_have_attribute("data-search", "hybrid")
+    expect(big.get_by_test_id("vectors")).to_be_hidden()
+    expect(table).to_have_attribute("data-polling", "false")
+    assert not page.errors
 
 
 def test_markdown_from_the_model_cannot_run_script(live: Any, page: Any, script: ModelScript) -> None:

@@ -13,6 +13,7 @@ const STRINGS = {
     approve: "Approve", deny: "Deny", approvalNeeded: "Waiting for your approval", language: "中文",
     conversations: "Conversations", chunks: "chunks", score: "score", thinking: "Working…",
     confirmDelete: "Delete this document?", size: "size",
+    vectors: "vectors", keywordUntilDone: "keyword search until done",
   },
   zh: {
     chat: "对话", knowledge: "知识库", send: "发送", stop: "停止", newChat: "新对话",
@@ -27,6 +28,7 @@ const STRINGS = {
     approve: "批准", deny: "拒绝", approvalNeeded: "等待你的批准", language: "English",
     conversations: "对话列表", chunks: "个片段", score: "得分", thinking: "处理中…",
     confirmDelete: "删除这个文档？", size: "大小",
+    vectors: "向量", keywordUntilDone: "完成前仅用关键词检索",
   },
 };
 

@@ -1,13 +1,45 @@
 // The knowledge base page: upload (drag and drop, several files, progress, per-file errors),
-// list, open and delete documents.
+// list, open and delete documents. An upload is keyword-searchable at once; its vectors are filled
+// in the background, so while any document's are pending (and the page is shown) the list is
+// asked again every POLL_MS and each such document shows how far its vectors are.
 import { listOf, request, upload } from "./api.js";
 import { h } from "./dom.js";
-import { t } from "./i18n.js";
+import { currentLang, t } from "./i18n.js";
+
+const POLL_MS = 2000;
+const POLL_MAX_MS = 30000;
+
+/** {done, total} of a document whose vectors are still being filled; null when there is no bar
+ * to show (done, not indexed, no chunks, or counts the page cannot make sense of). */
+export function vectorProgress(doc) {
+  const total = Number(doc && doc.chunks);
+  if (!doc || doc.search !== "keyword" || !Number.isFinite(total) || total <= 0) return null;
+  const embedded = Number(doc.embedded_chunks);
+  const done = Math.min(Math.max(Number.isFinite(embedded) ? Math.floor(embedded) : 0, 0), total);
+  return done < total ? { done, total } : null;
+}
+
+function count(n) {
+  return new Intl.NumberFormat(currentLang() === "zh" ? "zh-CN" : "en-US").format(n);
+}
 
 export class KnowledgeView {
   constructor(onError) {
     this.onError = onError;
     this.root = h("div", { class: "knowledge-view" });
+    this.rows = new Map();
+    this.timer = null;
+    this.seq = 0;
+    this.pending = false;
+    this.failures = 0;
+    document.addEventListener("visibilitychange", () => {
+      if (this.pending && this.timer === null && this.shown()) this.poll();
+    });
+  }
+
+  /** The page is on screen: the view is in the document and the tab is not hidden. */
+  shown() {
+    return this.root.isConnected && document.visibilityState !== "hidden";
   }
 
   async render(openId) {
@@ -22,7 +54,8 @@ export class KnowledgeView {
       ondragleave: () => drop.classList.remove("over"),
       ondrop: (ev) => { ev.preventDefault(); drop.classList.remove("over"); this.uploadAll([...ev.dataTransfer.files]); },
     }, t("upload"));
-    this.list = h("table", { class: "documents", "data-testid": "documents" });
+    this.list = h("table", { class: "documents", "data-testid": "documents", "data-polling": "false" });
+    this.rows = new Map();
     this.viewer = h("article", { class: "doc-viewer", hidden: true, "data-testid": "doc-viewer" });
     this.root.replaceChildren(h("h2", {}, t("knowledge")), drop, input, this.progress, h("h3", {}, t("documents")), this.list, this.viewer);
     await this.refresh();
@@ -49,21 +82,81 @@ export class KnowledgeView {
     await this.refresh();
   }
 
-  async refresh() {
-    let docs = [];
+  async refresh({ polled = false } = {}) {
+    const seq = ++this.seq;
+    let docs;
     try {
       docs = listOf(await request("GET", "/api/documents"), "documents");
     } catch (err) {
-      this.onError(err);
-    }
-    if (!docs.length) {
-      this.list.replaceChildren(h("tr", {}, h("td", {}, t("empty"))));
+      if (seq !== this.seq) return;
+      this.failures += 1;
+      if (!polled || this.failures === 1) this.onError(err);
+      if (polled) this.schedule(this.pending);  // keep what is shown; ask again, less often
+      else this.show([]);
       return;
     }
-    this.list.replaceChildren(...docs.map((doc) => h("tr", { "data-document-id": doc.id },
-      h("td", {}, h("a", { href: `#/docs/${encodeURIComponent(doc.id)}` }, doc.title || doc.id)),
-      h("td", { class: "num" }, doc.chunks != null ? `${doc.chunks} ${t("chunks")}` : ""),
-      h("td", {}, h("button", { class: "danger small", onclick: () => this.remove(doc) }, t("delete"))))));
+    if (seq !== this.seq) return;  // a newer refresh started meanwhile: its answer is the one to show
+    this.failures = 0;
+    this.show(docs);
+  }
+
+  show(docs) {
+    this.pending = docs.some((doc) => vectorProgress(doc) !== null);
+    if (!docs.length) {
+      this.rows = new Map();
+      this.list.replaceChildren(h("tr", {}, h("td", {}, t("empty"))));
+    } else {
+      const rows = new Map(docs.map((doc) => [doc.id, this.row(doc)]));
+      const order = [...rows.values()].map((entry) => entry.tr);
+      const kept = order.length === this.list.children.length && order.every((tr, i) => this.list.children[i] === tr);
+      if (!kept) this.list.replaceChildren(...order);  // else rows were updated in place (focus and hover stay)
+      this.rows = rows;
+    }
+    this.schedule(this.pending);
+  }
+
+  /** The row of ``doc``: the one already shown for it, updated, or a new one. */
+  row(doc) {
+    let entry = this.rows.get(doc.id);
+    if (!entry) {
+      entry = { doc };
+      entry.link = h("a", { href: `#/docs/${encodeURIComponent(doc.id)}` });
+      entry.vectors = h("div", { class: "vectors", "data-testid": "vectors" });
+      entry.chunks = h("td", { class: "num" });
+      entry.tr = h("tr", { "data-document-id": doc.id }, h("td", {}, entry.link, entry.vectors), entry.chunks,
+        h("td", {}, h("button", { class: "danger small", onclick: () => this.remove(entry.doc) }, t("delete"))));
+    }
+    entry.doc = doc;
+    entry.link.textContent = doc.title || doc.id;
+    entry.chunks.textContent = Number.isFinite(doc.chunks) ? `${count(doc.chunks)} ${t("chunks")}` : "";
+    entry.tr.dataset.search = doc.search || "none";
+    const progress = vectorProgress(doc);
+    entry.vectors.hidden = progress === null;
+    if (progress === null) entry.vectors.replaceChildren();
+    else {
+      const label = `${t("vectors")} ${count(progress.done)} / ${count(progress.total)}`;
+      entry.vectors.replaceChildren(h("progress", { max: progress.total, value: progress.done, "aria-label": label }),
+        h("span", {}, `${label} · ${t("keywordUntilDone")}`));
+    }
+    return entry;
+  }
+
+  /** Ask for the list again later while some document's vectors are pending and the page is shown. */
+  schedule(pending) {
+    clearTimeout(this.timer);
+    this.timer = null;
+    const polling = pending && this.shown();
+    this.list.dataset.polling = String(polling);
+    if (polling) this.timer = setTimeout(() => this.poll(), Math.min(POLL_MS * 2 ** this.failures, POLL_MAX_MS));
+  }
+
+  poll() {
+    this.timer = null;
+    if (!this.shown()) {  // another page or a hidden tab: asked again when shown
+      this.list.dataset.polling = "false";
+      return;
+    }
+    this.refresh({ polled: true });
   }
 
   async open(id) {
