@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from saber.agent.context import Turn
@@ -58,7 +58,7 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
         return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
 
 
-def _planner_messages(turn: Turn, agents: dict[str, str]) -> list[Message]:
+def _planner_messages(turn: Turn, agents: Mapping[str, str]) -> list[Message]:
     shown, turn.prompt_tools = select_prompt_tools(
         turn.query, turn.tools, turn.services.tool_index, above=turn.services.settings.tools_select_above,
         k=turn.services.settings.tools_select_k, keep=turn.selected_tools or ())
@@ -69,7 +69,7 @@ def _planner_messages(turn: Turn, agents: dict[str, str]) -> list[Message]:
 _INLINE_PLAN_CHARS = 16_384
 
 
-async def _parse_off_loop(text: str, turn: Turn, agents: dict[str, str]) -> ParsedPlan:
+async def _parse_off_loop(text: str, turn: Turn, agents: Mapping[str, str]) -> ParsedPlan:
     """``parse_plan`` capped at ``planner_max_nodes``; a long output is parsed in a thread, off the loop."""
     cap = turn.services.settings.planner_max_nodes
     if len(text) <= _INLINE_PLAN_CHARS:
@@ -77,7 +77,7 @@ async def _parse_off_loop(text: str, turn: Turn, agents: dict[str, str]) -> Pars
     return await asyncio.to_thread(parse_plan, text, turn.tools, agents=agents, max_nodes=cap)
 
 
-def _rules(turn: Turn, agents: dict[str, str], warnings: list[str]) -> ParsedPlan:
+def _rules(turn: Turn, agents: Mapping[str, str], warnings: list[str]) -> ParsedPlan:
     plan = rule_plan(turn.query, turn.tools, agents=agents, preferences=turn.preferences)
     return ParsedPlan(nodes=plan.nodes, format=plan.format, shape=plan.shape, warnings=[*warnings, *plan.warnings])
 
