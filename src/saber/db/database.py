@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
 from saber.db._sqlite import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
+from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
 from saber.db._sqlite import PoolTimeout as PoolTimeout  # what a checkout raises when the pool stays full
 
 if TYPE_CHECKING:
