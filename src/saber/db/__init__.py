@@ -1,6 +1,7 @@
 """The one storage layer: connections, a pool per database per process, transactions, dialect
 differences and versioned migrations, shared by the knowledge base, memory, checkpoints and
-approvals. Its names load SQLAlchemy on first use (``saber --help`` must not)."""
+approvals. Its names load their modules on first use (``saber --help`` loads none); SQLAlchemy
+is loaded only for PostgreSQL and for migrations, never to use a SQLite file already migrated."""
 
 from typing import Any
 

@@ -58,7 +58,7 @@ def current_command(url: Url = None) -> None:
         try:
             revision = current(db)
         finally:
-            db.engine.dispose()
+            db.dispose()
     except (DatabaseError, OSError) as exc:
         _err.print(f"saber: error: {exc}", markup=False)
         raise typer.Exit(1) from None

@@ -1,8 +1,13 @@
-"""``Database``: one SQLAlchemy engine (and so one connection pool) per database per process.
+"""``Database``: one connection pool per database per process.
 
 The knowledge base, memory and checkpoints open the same target (the SQLite file under
 ``SABER_HOME`` or the ``database_url``) and get the same ``Database``: they share its pool.
 Opening one also brings its schema to the newest migration (see ``saber.db.migrate``).
+
+SQLite runs on the standard library's ``sqlite3`` and its own small pool (``saber.db._sqlite``),
+so a command on the default database never imports SQLAlchemy; PostgreSQL runs on a SQLAlchemy
+engine (its pool checks a connection before use and opens extra ones for bursts), and Alembic's
+migrations use SQLAlchemy on both.
 
 Statements are plain SQL with ``?`` placeholders, adapted here (and only here) to the driver's
 ``%s``. Every call is blocking: synchronous stores are run by their callers in worker threads,
@@ -12,22 +17,26 @@ async stores hop there with ``asyncio.to_thread``, so no driver call runs on the
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-import sqlalchemy as sa
-from sqlalchemy import event, exc
-from sqlalchemy.engine import Connection
-from sqlalchemy.pool import StaticPool
+from saber.db._sqlite import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
+from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
+from saber.db._sqlite import PoolTimeout as PoolTimeout  # what a checkout raises when the pool stays full
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Connection
 
 DEFAULT_POOL_SIZE = 5
 """Connections a process keeps open per database (the ``db_pool_size`` setting); as many again
 may be opened for bursts."""
-BUSY_TIMEOUT_MS = 10_000
 
 Dialect = Literal["sqlite", "postgresql"]
+_POSTGRES_SCHEMES = ("postgres", "postgresql", "postgresql+psycopg")
 
 
 class DatabaseError(Exception):
@@ -36,98 +45,135 @@ class DatabaseError(Exception):
 
 def mask_url(url: str) -> str:
     """The URL with any password replaced by ``***``."""
+    from sqlalchemy import exc, make_url
+
     try:
-        return sa.make_url(url).render_as_string(hide_password=True)
+        return make_url(url).render_as_string(hide_password=True)
     except exc.ArgumentError:
         return url.split("@")[-1]
 
 
-def engine_url(target: str | Path) -> sa.URL:
-    """A SQLite path or a ``postgresql://`` URL as SQLAlchemy's URL (driver: sqlite3 or psycopg 3)."""
+def sqlite_path(target: str | Path) -> str | None:
+    """The SQLite file (an absolute path) or ``:memory:`` that ``target`` names, None for a
+    PostgreSQL URL. ``target`` is a path or a ``sqlite://`` URL in SQLAlchemy's forms
+    (``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite://`` for memory)."""
     text = str(target)
     if "://" not in text:
-        path = text if text == ":memory:" else str(Path(text).expanduser().absolute())
+        return text if text == ":memory:" else str(Path(text).expanduser().absolute())
+    scheme, rest = text.split("://", 1)
+    if scheme in _POSTGRES_SCHEMES:
+        return None
+    if scheme != "sqlite":
+        raise DatabaseError(f"unsupported database URL scheme {scheme!r}: use postgresql:// (or a SQLite file path)")
+    if rest in ("", "/", "/:memory:"):
+        return ":memory:"
+    if not rest.startswith("/") or "?" in rest:
+        raise DatabaseError(f"unsupported SQLite URL {text!r}: use sqlite:///relative/path, "
+                            "sqlite:////absolute/path (no options) or the file's path")
+    return sqlite_path(rest[1:])
+
+
+def engine_url(target: str | Path) -> sa.URL:
+    """A SQLite path or a ``postgresql://`` URL as SQLAlchemy's URL (driver: sqlite3 or psycopg 3)."""
+    import sqlalchemy as sa
+
+    path = sqlite_path(target)
+    if path is not None:
         return sa.URL.create("sqlite", database=path)
-    scheme = text.split("://", 1)[0]
-    if scheme in ("postgres", "postgresql", "postgresql+psycopg"):
-        return sa.make_url("postgresql+psycopg://" + text.split("://", 1)[1])
-    if scheme == "sqlite":
-        return sa.make_url(text)
-    raise DatabaseError(f"unsupported database URL scheme {scheme!r}: use postgresql:// (or a SQLite file path)")
+    return sa.make_url("postgresql+psycopg://" + str(target).split("://", 1)[1])
+
+
+def _registry_key(target: str | Path) -> str:
+    path = sqlite_path(target)
+    if path is not None:  # what SQLAlchemy renders for it, without loading SQLAlchemy
+        return f"sqlite:///{path}"
+    return engine_url(target).render_as_string(hide_password=False)
 
 
 class Rows(Protocol):
     """What a statement returns: rows as tuples, and how many rows it changed."""
 
-    rowcount: int
+    @property
+    def rowcount(self) -> int: ...
 
     def fetchone(self) -> Any: ...
     def fetchall(self) -> list[Any]: ...
 
 
 class Tx:
-    """One transaction on one pooled connection: ``execute`` with ``?`` placeholders."""
+    """One transaction on one pooled connection: ``execute`` with ``?`` placeholders.
 
-    def __init__(self, conn: Connection, dialect: Dialect, cache: dict[str, str]) -> None:
+    ``conn`` is a ``sqlite3.Connection`` on SQLite, a SQLAlchemy ``Connection`` on PostgreSQL."""
+
+    def __init__(self, conn: sqlite3.Connection | Connection, dialect: Dialect, cache: dict[str, str]) -> None:
         self.conn = conn
         self.dialect = dialect
         self._cache = cache
 
     def _sql(self, statement: str) -> str:
-        if self.dialect == "sqlite":
-            return statement
         query = self._cache.get(statement)
         if query is None:
             query = self._cache[statement] = statement.replace("?", "%s")
         return query
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Rows:
+        if isinstance(self.conn, sqlite3.Connection):
+            return self.conn.execute(statement, tuple(params))
         return cast(Rows, self.conn.exec_driver_sql(self._sql(statement), tuple(params)))
 
     def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
+        if not rows:
+            return
+        if isinstance(self.conn, sqlite3.Connection):
+            self.conn.executemany(statement, [tuple(r) for r in rows])
+        else:
             self.conn.exec_driver_sql(self._sql(statement), [tuple(r) for r in rows])
 
     @property
     def driver_connection(self) -> Any:
         """The sqlite3 or psycopg connection under this transaction (for COPY and the like)."""
+        if isinstance(self.conn, sqlite3.Connection):
+            return self.conn
         return self.conn.connection.driver_connection
 
 
 class Database:
-    """Open with ``open_database``; ``close`` when done (the last close disposes the pool)."""
+    """Open with ``open_database``; ``close`` when done (the last close closes the pool's connections)."""
+
+    engine: sa.Engine
+    """PostgreSQL only: the SQLAlchemy engine and its pool."""
 
     def __init__(self, target: str | Path, *, pool_size: int = DEFAULT_POOL_SIZE, connect_timeout: float = 10.0) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size: must be at least 1, got {pool_size}")
-        self.url = engine_url(target)
-        self.dialect: Dialect = "sqlite" if self.url.get_backend_name() == "sqlite" else "postgresql"
-        self.display = mask_url(str(target)) if "://" in str(target) else str(self.url.database)
+        self._target = target
         self.pool_size = pool_size
         self._sql_cache: dict[str, str] = {}
         self._refs = 0
-        self._memory_lock: threading.RLock | None = None
-        if self.dialect == "sqlite":
-            self.engine = self._sqlite_engine(pool_size)
+        self._pool: Pool | None = None
+        path = sqlite_path(target)
+        self.dialect: Dialect = "sqlite" if path is not None else "postgresql"
+        if path is not None:
+            self.display = str(target) if "://" in str(target) else path
+            if path == ":memory:":  # one connection, or every checkout would see its own empty database
+                self._pool = SharedConnection(lambda: connect(path))
+            else:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                self._pool = ConnectionPool(lambda: connect(path), size=pool_size, overflow=pool_size, name=path)
         else:
-            self.engine = sa.create_engine(
-                self.url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
+            from sqlalchemy import create_engine, event
+
+            self.display = mask_url(str(target))
+            self.engine = create_engine(
+                engine_url(target), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
                 connect_args={"connect_timeout": max(1, int(connect_timeout))},
             )
             event.listen(self.engine, "connect", _register_vector)
 
-    def _sqlite_engine(self, pool_size: int) -> sa.Engine:
-        memory = self.url.database in (None, "", ":memory:")
-        if not memory:
-            Path(str(self.url.database)).parent.mkdir(parents=True, exist_ok=True)
-        args = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
-        if memory:  # one connection, or every checkout would see its own empty database
-            engine = sa.create_engine(self.url, poolclass=StaticPool, connect_args=args)
-        else:
-            engine = sa.create_engine(self.url, pool_size=pool_size, max_overflow=pool_size, connect_args=args)
-        event.listen(engine, "connect", _sqlite_pragmas)
-        self._memory_lock = threading.RLock() if memory else None
-        return engine
+    @property
+    def url(self) -> sa.URL:
+        """The target as SQLAlchemy's URL (loads SQLAlchemy)."""
+        return engine_url(self._target)
 
     # -- transactions ----------------------------------------------------------------------------
 
@@ -140,25 +186,60 @@ class Database:
         survive power loss (``synchronous=FULL``: the WAL is fsynced before COMMIT returns),
         where the default (NORMAL) survives a crash of the process but may lose the last
         commits on power loss. PostgreSQL commits are durable as the server is configured."""
-        with self._memory_lock or contextlib.nullcontext(), self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                if durable:
-                    conn.exec_driver_sql("PRAGMA synchronous = FULL")
-                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        if self._pool is None:
+            with self.engine.connect() as conn:
+                try:
+                    yield Tx(conn, self.dialect, self._sql_cache)
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            return
+        with self._sqlite_connection(durable=durable) as conn:
+            if durable:
+                conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield Tx(conn, self.dialect, self._sql_cache)
             except BaseException:
                 conn.rollback()
                 raise
-            else:
-                conn.commit()
-            finally:
-                if durable and self.dialect == "sqlite":
-                    conn.exec_driver_sql("PRAGMA synchronous = NORMAL")
-                    conn.commit()
+            conn.commit()
+
+    @contextlib.contextmanager
+    def _sqlite_connection(self, *, durable: bool) -> Iterator[sqlite3.Connection]:
+        """A connection from the pool, put back as it came: outside a transaction, at synchronous NORMAL."""
+        assert self._pool is not None
+        conn = self._pool.checkout()
+        broken = False
+        try:
+            yield conn
+        finally:
+            try:
+                if conn.in_transaction:  # its COMMIT or ROLLBACK failed
+                    conn.rollback()
+                if durable:
+                    conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error:
+                broken = True  # closed rather than kept in an unknown state
+            self._pool.checkin(conn, discard=broken)
 
     def is_unique_violation(self, error: BaseException) -> bool:
+        if isinstance(error, sqlite3.IntegrityError):
+            return "UNIQUE" in str(error)
+        if self.dialect == "sqlite":
+            return False
+        from sqlalchemy import exc
+
         return isinstance(error, exc.IntegrityError) and _unique(error.orig)
+
+    def dispose(self) -> None:
+        """Close every pooled connection (one in use when it is returned). ``close`` does this
+        after the last user's close; a ``Database`` made without ``open_database`` calls it itself."""
+        if self._pool is not None:
+            self._pool.dispose()
+        else:
+            self.engine.dispose()
 
     def close(self) -> None:
         _release(self)
@@ -170,14 +251,6 @@ def _unique(orig: BaseException | None) -> bool:
     if type(orig).__name__ == "UniqueViolation":
         return True
     return "UNIQUE" in str(orig)
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # Transactions are begun explicitly (BEGIN / BEGIN IMMEDIATE), not by the sqlite3 module.
-    dbapi_connection.isolation_level = None
-    for pragma in (f"busy_timeout = {BUSY_TIMEOUT_MS}", "journal_mode = WAL", "synchronous = NORMAL",
-                   "foreign_keys = ON"):
-        dbapi_connection.execute(f"PRAGMA {pragma}")
 
 
 def _register_vector(dbapi_connection: Any, _record: Any) -> None:
@@ -225,7 +298,7 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
 
     Every store opened on the same target shares it, and its pool; ``pool_size`` counts only
     when the first store opens it. Raises DatabaseError when it cannot be reached or migrated."""
-    key = engine_url(target).render_as_string(hide_password=False)
+    key = _registry_key(target)
     with _registry_lock:
         db = _open.get(key)
         if db is None:
@@ -242,7 +315,7 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
 
                     upgrade(db)
             except BaseException:
-                db.engine.dispose()
+                db.dispose()
                 raise
             _open[key] = db
         db._refs += 1
@@ -257,4 +330,4 @@ def _release(db: Database) -> None:
         for key, value in list(_open.items()):
             if value is db:
                 del _open[key]
-    db.engine.dispose()
+    db.dispose()

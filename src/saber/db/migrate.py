@@ -5,31 +5,78 @@ Several processes may start at once: the whole upgrade runs in one transaction t
 a lock every other upgrader waits for (``BEGIN IMMEDIATE`` on SQLite, a transaction-scoped
 advisory lock on PostgreSQL). The second one in finds the schema at the newest revision and
 does nothing. DDL is transactional on both, so a failed migration leaves the old schema.
+
+Alembic works on SQLAlchemy connections. On SQLite, where ``Database`` uses ``sqlite3`` itself,
+the migration runs on one of its pooled connections, lent for the time of the migration to an
+SQLAlchemy engine made for it: the migrated schema is the one every pooled connection sees.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import exc
+from sqlalchemy import create_engine, exc
+from sqlalchemy.engine import Connection
+from sqlalchemy.pool import StaticPool
 
-from saber.db.database import VERSION_TABLE, Database, DatabaseError, Tx
+from saber.db.database import VERSION_TABLE, Database, DatabaseError
 
 _LOCK_KEY = 7_261_001
 """The advisory lock upgraders on one PostgreSQL database take (any number unique to Saber)."""
 
 
-def _config(tx: Tx | None = None) -> Config:
+def _config(conn: Connection | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
-    if tx is not None:
-        cfg.attributes["connection"] = tx.conn
+    if conn is not None:
+        cfg.attributes["connection"] = conn
     return cfg
+
+
+class _Lent:
+    """A pooled sqlite3 connection as SQLAlchemy sees it: statements go through, but its
+    transaction and its life stay with the ``Database`` transaction that lent it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _connection(db: Database, *, write: bool) -> Iterator[Connection]:
+    """A SQLAlchemy connection in one ``db.transaction(write=write)``: committed on exit, rolled back on error."""
+    with db.transaction(write=write) as tx:
+        if db.dialect == "postgresql":
+            assert isinstance(tx.conn, Connection)
+            yield tx.conn
+            return
+        lent = _Lent(tx.driver_connection)
+        engine = create_engine("sqlite://", creator=lambda: lent, poolclass=StaticPool)
+        try:
+            with engine.connect() as conn:
+                yield conn
+        finally:
+            engine.dispose()  # closes nothing: the connection goes back to db's pool
 
 
 def head() -> str:
@@ -50,19 +97,19 @@ def known(revision: str) -> bool:
 def current(db: Database) -> str | None:
     """The revision the database is at (None before the first migration). Raises DatabaseError."""
     try:
-        with db.transaction() as tx:
-            return MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
-    except exc.SQLAlchemyError as error:
+        with _connection(db, write=False) as conn:
+            return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
+    except (exc.SQLAlchemyError, sqlite3.Error) as error:
         raise _failure(db, error) from None
 
 
 def upgrade(db: Database) -> str:
     """Bring the schema to the newest revision; returns it. Raises DatabaseError on failure."""
     try:
-        with db.transaction(write=True) as tx:
+        with _connection(db, write=True) as conn:
             if db.dialect == "postgresql":
-                tx.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK_KEY,))
-            ctx = MigrationContext.configure(tx.conn, opts={"version_table": VERSION_TABLE})
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
             revision = ctx.get_current_revision()
             if revision is not None and not known(revision):
                 raise DatabaseError(
@@ -70,8 +117,8 @@ def upgrade(db: Database) -> str:
                     f"does not know (its newest is {head()}): a newer Saber migrated it; upgrade Saber"
                 )
             if revision != head():
-                command.upgrade(_config(tx), "head")
-    except exc.SQLAlchemyError as error:
+                command.upgrade(_config(conn), "head")
+    except (exc.SQLAlchemyError, sqlite3.Error) as error:
         raise _failure(db, error) from None
     except OSError as error:
         raise DatabaseError(f"cannot open the database {db.display}: {error}") from None
@@ -80,7 +127,7 @@ def upgrade(db: Database) -> str:
     return head()
 
 
-def _failure(db: Database, error: exc.SQLAlchemyError) -> DatabaseError:
+def _failure(db: Database, error: exc.SQLAlchemyError | sqlite3.Error) -> DatabaseError:
     """One line naming the database (password masked) and the driver's reason."""
     orig = getattr(error, "orig", None)
     reason = str(orig if orig is not None else error).strip().splitlines()[0]

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.agent.memory.store import MemoryStoreError
 from saber.cli import main
 from saber.config import Settings
 from saber.db import DatabaseError, head, open_database
+from saber.db import database as database_module
 from saber.graph.checkpoint import SQLiteCheckpointStore
 from saber.graph.node import Node
 from saber.rag.store import open_store
@@ -27,13 +27,13 @@ def test_every_store_on_one_file_shares_one_database_and_its_pool(tmp_path: Path
     memory = SQLiteMemoryStore(path)
     try:
         assert memory._db is knowledge._db  # type: ignore[attr-defined]
-        assert knowledge._db.engine.pool.size() == 3  # type: ignore[attr-defined]  # the first opener's size
+        assert knowledge._db._pool.size == 3  # type: ignore[attr-defined]  # the first opener's size
     finally:
         memory.close()
         knowledge.close()
     fresh = open_database(path, pool_size=2)  # the last close disposed it: a new one, a new size
     try:
-        assert fresh.engine.pool.size() == 2
+        assert fresh._pool.size == 2  # type: ignore[union-attr]
     finally:
         fresh.close()
 
@@ -47,7 +47,7 @@ def test_pool_size_comes_from_the_setting(tmp_path: Path, monkeypatch: pytest.Mo
     async def pool_size() -> int:
         await store.list_tasks()
         assert store._db is not None
-        size = store._db.engine.pool.size()
+        size = store._db._pool.size  # type: ignore[union-attr]
         await store.close()
         return int(size)
 
@@ -98,17 +98,20 @@ def test_bad_targets_raise_a_clear_error(tmp_path: Path) -> None:
     assert "cannot connect" in str(info.value) and "topsecret" not in str(info.value)
 
 
-async def test_checkpoint_calls_never_run_sql_on_the_event_loop(tmp_path: Path) -> None:
-    store = SQLiteCheckpointStore(tmp_path / "saber.db")
+async def test_checkpoint_calls_never_run_sql_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     threads: set[int] = set()
+
+    def traced(path: str) -> Any:  # every statement on every pooled connection, in the thread that ran it
+        conn = connect(path)
+        conn.set_trace_callback(lambda _sql: threads.add(threading.get_ident()))
+        return conn
+
+    connect = database_module.connect
+    monkeypatch.setattr(database_module, "connect", traced)
+    store = SQLiteCheckpointStore(tmp_path / "saber.db")
     try:
         await store.list_tasks()
         assert store._db is not None
-
-        def record(*_: Any) -> None:
-            threads.add(threading.get_ident())
-
-        event.listen(store._db.engine, "before_cursor_execute", record)
         await store.save_graph("t1", [Node(id="n1", tool="x")], config={}, status="running")
         await store.save_nodes("t1", [Node(id="n1", tool="x")])
         assert (await store.load("t1")) is not None

@@ -44,6 +44,6 @@ def test_a_database_behind_the_newest_revision_is_still_upgraded(tmp_path: Path)
     with db.transaction(write=True) as tx:
         tx.execute("CREATE TABLE saber_schema_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
         tx.execute("INSERT INTO saber_schema_version VALUES ('0000')")
-    db.engine.dispose()
+    db.dispose()
     with pytest.raises(DatabaseError, match="revision 0000"):  # the upgrade looks at it, not the fast path
         open_database(path)

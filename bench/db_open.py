@@ -1,0 +1,66 @@
+"""Opening the SQLite database (already at the newest revision) and running one SELECT, in fresh
+processes: this checkout's ``saber.db`` against another tree's (the one before SQLite ran on sqlite3).
+
+    python bench/db_open.py --before /path/to/other/src          # 9 runs of each, alternating
+    python bench/db_open.py --before /path/to/other/src --runs 15
+
+Prints, for each, the median time of the open + SELECT inside the process, the median wall time of
+the whole process, and whether SQLAlchemy was imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUNNER = """
+import json, sys, time
+t0 = time.perf_counter()
+from saber.db import open_database
+db = open_database(sys.argv[1])
+with db.transaction() as tx:
+    tx.execute("SELECT COUNT(*) FROM mem_history").fetchone()
+db.close()
+print(json.dumps({"open": time.perf_counter() - t0, "sqlalchemy": "sqlalchemy" in sys.modules}))
+"""
+
+
+def one_run(src: str, path: str) -> tuple[float, float, bool]:
+    env = {**os.environ, "PYTHONPATH": src}
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", RUNNER, path], env=env, capture_output=True, text=True,
+                          check=True, timeout=120)
+    wall = time.perf_counter() - t0
+    result = json.loads(done.stdout)
+    return result["open"], wall, result["sqlalchemy"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True, help="the other tree's src folder")
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args()
+    trees = {"before": args.before, "after": str(Path(__file__).resolve().parents[1] / "src")}
+    with tempfile.TemporaryDirectory() as home:
+        path = str(Path(home) / "saber.db")
+        one_run(trees["after"], path)  # migrated once, outside the timings
+        times: dict[str, list[tuple[float, float, bool]]] = {name: [] for name in trees}
+        for _ in range(args.runs):
+            for name, src in trees.items():  # alternating: load on a shared machine hits both alike
+                times[name].append(one_run(src, path))
+    for name, runs in times.items():
+        opened = statistics.median(r[0] for r in runs) * 1000
+        wall = statistics.median(r[1] for r in runs) * 1000
+        print(f"{name:>6}: open + SELECT {opened:6.1f} ms, process {wall:6.1f} ms, "
+              f"sqlalchemy imported: {runs[0][2]}  (median of {len(runs)})")
+
+
+if __name__ == "__main__":
+    main()
