@@ -3,6 +3,9 @@
 ``saber ingest`` returns its files keyword-searchable first (and says how fast), then shows the
 vector filler's progress and waits until every chunk has its vector; ``--no-wait`` returns at
 once, Ctrl-C leaves the rest pending (exit 130): ``saber docs index`` or a running server fills it.
+When the embedder fails, ``ingest`` and ``docs index`` end with one ``saber: error:`` line naming
+it (exit 1; the chunks stay keyword-searchable), and ``docs list``/``show`` say that the last
+attempt to embed the pending chunks failed, and why (any process's attempt: it is in the store).
 
 Export: ``ingest_command`` (a function for ``app.command("ingest")``) and ``docs_app`` (a Typer
 sub-app for ``app.add_typer(docs_app, name="docs")``).
@@ -38,6 +41,7 @@ from saber.clikit.output import (
 if TYPE_CHECKING:
     from saber.rag.documents import Document
     from saber.rag.engine import RagEngine
+    from saber.rag.filler import FillStatus
 
 docs_app = typer.Typer(help="List, show and remove knowledge-base documents.", no_args_is_help=True,
                        rich_markup_mode=None)
@@ -98,7 +102,7 @@ def ingest_command(
     engine.background_vectors = False  # this command embeds after every file is searchable, and shows it
     try:
         started = time.perf_counter()
-        counts, chunks, size, failures = _ingest_all(engine, files)
+        counts, chunks, size, failures, pending_files = _ingest_all(engine, files)
         seconds = time.perf_counter() - started
         out().print(
             f"{len(files)} file(s): {counts['created']} added, {counts['new_version']} new version(s), "
@@ -114,7 +118,7 @@ def ingest_command(
             if pending:
                 out().print(f"vectors: {pending} chunk(s) pending; {FINISH_HINT}", markup=False)
         else:
-            _fill_with_progress(engine)
+            _fill_with_progress(engine, _searchable(pending_files))
     finally:
         engine.close(filler_timeout=0)
     if counts["failed"]:
@@ -125,8 +129,19 @@ FINISH_HINT = ("keyword search finds them now, vector search once embedded by `s
                "or a running `saber serve`")
 
 
-def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]) -> tuple[dict[str, int], int, int, list[str]]:
-    """Write every file keyword-searchable (vectors left pending): counts, chunks, bytes written, failures."""
+def _searchable(names: list[str]) -> str:
+    """The start of the error when an ingest's vectors fail: which files are searchable anyway."""
+    if len(names) == 1:
+        return f"{names[0]} is keyword-searchable, but its vectors"
+    if names:
+        return f"{len(names)} files are keyword-searchable, but their vectors"
+    return "the files are keyword-searchable, but the pending vectors"
+
+
+def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]
+                ) -> tuple[dict[str, int], int, int, list[str], list[str]]:
+    """Write every file keyword-searchable (vectors left pending): counts, chunks, bytes written,
+    failures, and the names of the files whose vectors are pending."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from saber.rag.documents import RagError
@@ -134,8 +149,9 @@ def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]) -> tuple[dict
     counts = {"created": 0, "new_version": 0, "unchanged": 0, "indexed": 0, "failed": 0}
     chunks = size = 0
     failures: list[str] = []
+    pending: list[str] = []
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err(), transient=True) as progress:
+                  TimeElapsedColumn(), console=err(), transient=True, disable=not err().is_terminal) as progress:
         overall = progress.add_task("files", total=len(files))
         for path, _named in files:
             try:
@@ -148,12 +164,15 @@ def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]) -> tuple[dict
                 if result.status != "unchanged":
                     chunks += result.chunks
                     size += path.stat().st_size
+                if result.document.search == "keyword":
+                    pending.append(path.name)
             progress.advance(overall)
-    return counts, chunks, size, failures
+    return counts, chunks, size, failures, pending
 
 
-def _fill_with_progress(engine: RagEngine) -> None:
-    """Embed every pending chunk in a worker thread, showing progress; Ctrl-C leaves the rest pending."""
+def _fill_with_progress(engine: RagEngine, subject: str = "vectors") -> None:
+    """Embed every pending chunk in a worker thread, showing progress; Ctrl-C leaves the rest pending.
+    A failure ends the command with one line: ``{subject} could not be computed: {why}; …``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     total = engine.pending_count()
@@ -163,7 +182,7 @@ def _fill_with_progress(engine: RagEngine) -> None:
     started = time.perf_counter()
     try:
         with Progress(TextColumn("vectors", markup=False), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err(), transient=True) as progress:
+                      TimeElapsedColumn(), console=err(), transient=True, disable=not err().is_terminal) as progress:
             task = progress.add_task("vectors", total=total)
             pending = total
             while pending:
@@ -171,8 +190,9 @@ def _fill_with_progress(engine: RagEngine) -> None:
                 pending = engine.pending_count()
                 progress.update(task, completed=total - pending)
                 if failure is not None:
-                    raise CLIError(f"embedding failed: {failure}; {pending} chunk(s) still without vectors "
-                                   f"({FINISH_HINT})")
+                    raise CLIError(f"{subject} could not be computed: {failure}; {pending} chunk(s) stay "
+                                   "keyword-searchable only, until `saber docs index` (or a running "
+                                   "`saber serve`) embeds them once the embedder works")
                 if pending:
                     stop.wait(1.0)  # another process holds them (PostgreSQL): look again
     except KeyboardInterrupt:
@@ -190,10 +210,12 @@ def _fill_pass(engine: RagEngine, stop: threading.Event, show: Callable[[int], N
     failure: list[str] = []
 
     def run() -> None:
+        from saber.rag.filler import describe_failure
+
         try:
             engine.fill_vectors(stop=stop)
         except Exception as exc:  # reported to the user in one line; the chunks stay pending
-            failure.append(str(exc))
+            failure.append(describe_failure(exc))
 
     worker = threading.Thread(target=run, name="saber-ingest-vectors", daemon=True)
     worker.start()
@@ -218,9 +240,9 @@ def docs_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON (
 
     from saber.clikit.ids import shortest_unique
 
-    docs = _with_engine(lambda engine: engine.list_documents())
+    docs, fill = _with_engine(lambda engine: _with_fill(engine, engine.list_documents()))
     if as_json:
-        print_json([d.to_dict() for d in docs])
+        print_json([_as_dict(d, fill) for d in docs])
         return
     if not docs:
         out().print("the knowledge base is empty", markup=False)
@@ -230,13 +252,39 @@ def docs_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON (
     table.columns[0].no_wrap = True
     for d in docs:
         table.add_row(plain(short[d.id]), plain(d.title), plain(d.doc_type), str(d.version), str(d.chunk_count),
-                      _vectors(d), d.updated_at.strftime("%Y-%m-%d %H:%M"))
+                      _vectors(d, fill), d.updated_at.strftime("%Y-%m-%d %H:%M"))
     out().print(table)
+    _fill_note(fill, sum(d.search == "keyword" for d in docs))
 
 
-def _vectors(d: Document) -> str:
+def _with_fill(engine: RagEngine, docs: list[Document]) -> tuple[list[Document], FillStatus | None]:
+    """``docs`` and, when some wait for vectors, how that fill is going (the last failure recorded)."""
+    return docs, engine.vector_status() if any(d.search == "keyword" for d in docs) else None
+
+
+def _as_dict(d: Document, fill: FillStatus | None, *, with_content: bool = False) -> dict[str, Any]:
+    """``--json``: the document and, while its vectors are pending, ``vectors`` (as the API has it)."""
+    data = d.to_dict(with_content=with_content)
+    data["vectors"] = fill.to_dict() if fill is not None and d.search == "keyword" else None
+    return data
+
+
+def _vectors(d: Document, fill: FillStatus | None = None) -> str:
     """Chunks with their vector out of all (the rest are keyword-searchable and wait for the filler)."""
-    return f"{d.embedded_count}/{d.chunk_count}" if d.indexed else "—"
+    if not d.indexed:
+        return "—"
+    failing = " failing" if fill is not None and fill.state == "failing" and d.search == "keyword" else ""
+    return f"{d.embedded_count}/{d.chunk_count}{failing}"
+
+
+def _fill_note(fill: FillStatus | None, pending: int) -> None:
+    """On stderr, when vectors are pending and the last attempt to embed them failed: when and why."""
+    if fill is None or fill.error is None or not pending:
+        return
+    when = f" at {fill.failed_at.strftime('%Y-%m-%d %H:%M:%S %Z')}" if fill.failed_at else ""
+    retry = f"; retrying in {fill.retry_in_s:.0f} s" if fill.retry_in_s is not None else ""
+    err().print(line(("note: ", "yellow"), f"{pending} document(s) wait for vectors (keyword search finds them "
+                     f"meanwhile); the last attempt to embed them failed{when}: {fill.error}{retry}"))
 
 
 @docs_app.command("index")
@@ -266,12 +314,12 @@ def docs_show(
 ) -> None:
     """One document's details and text; into a file or a pipe, exactly the stored text."""
 
-    def show(engine: RagEngine) -> Any:
-        return engine.get_document(_resolve(engine, document_id))
+    def show(engine: RagEngine) -> tuple[list[Document], FillStatus | None]:
+        return _with_fill(engine, [engine.get_document(_resolve(engine, document_id))])
 
-    d = _with_engine(show)
+    [d], fill = _with_engine(show)
     if as_json:
-        print_json(d.to_dict(with_content=True))
+        print_json(_as_dict(d, fill, with_content=True))
         return
     text = d.content or ""
     if not sys.stdout.isatty():
@@ -279,8 +327,9 @@ def docs_show(
         return
     console = out()
     console.print(line((d.title, "bold"), f"  ({d.doc_type}, version {d.version}, {d.chunk_count} chunks, "
-                                          f"vectors {_vectors(d)}, search: {d.search})"))
+                                          f"vectors {_vectors(d, fill)}, search: {d.search})"))
     console.print(line(("id ", "dim"), d.id, ("  source ", "dim"), d.source or "—", ("  sha256 ", "dim"), d.content_hash))
+    _fill_note(fill, int(d.search == "keyword"))
     console.print()
     console.print(plain(text))
 

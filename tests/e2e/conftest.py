@@ -70,14 +70,14 @@ def script() -> ModelScript:
 
 @pytest.fixture
 def live(tmp_path: Path, script: ModelScript) -> Iterator[Callable[..., LiveServer]]:
-    """``live(tools=[...], keys=False)`` starts ``create_app`` on loopback with the scripted model."""
+    """``live(tools=[...], keys=False, embedder=None)`` starts ``create_app`` on loopback with the scripted model."""
     servers: list[LiveServer] = []
     fakes: list[FakeOpenAIServer] = []
 
     def start(**kwargs: Any) -> LiveServer:
         fake = FakeOpenAIServer([script] * 200).start()
         fakes.append(fake)
-        agent_kwargs = {k: kwargs.pop(k) for k in ("tools", "builtin") if k in kwargs}
+        agent_kwargs = {k: kwargs.pop(k) for k in ("tools", "builtin", "embedder") if k in kwargs}
         settings = settings_for(tmp_path / "home", **kwargs)
         model = OpenAIChatModel(fake.model, base_url=fake.base_url, api_key="k")
         server = LiveServer(make_agent(settings, model, **agent_kwargs), settings).start()

@@ -1,6 +1,6 @@
 """The web page as a person uses it: chat with streamed tokens, the live task graph with a race,
-stop, upload and cite, vectors filling after an upload, sign-in, Chinese text, and untrusted
-Markdown that must not run."""
+stop, upload and cite, vectors filling after an upload (or failing, and why), sign-in, Chinese
+text, and untrusted Markdown that must not run."""
 
 from __future__ import annotations
 
@@ -289,6 +289,89 @@ def test_documents_whose_counts_make_no_bar_show_none_and_a_pending_one_shows_it
     expect(big).to_have_attribute("data-search", "hybrid")
     expect(big.get_by_test_id("vectors")).to_be_hidden()
     expect(table).to_have_attribute("data-polling", "false")
+    assert not page.errors
+
+
+WRONG_KEY = "sk-wrong-key-0123456789"
+
+
+def test_an_uploads_vectors_that_cannot_be_computed_say_why_under_the_document_and_poll_slower(
+        live: Any, page: Any, script: ModelScript, tmp_path: Path) -> None:
+    from saber.rag import OpenAIEmbedder
+    from saber.testing import FakeOpenAIServer
+
+    with FakeOpenAIServer(embedding_dimensions=16, api_key="sk-right") as embeddings:
+        server = live(tools=TOOLS, embedder=OpenAIEmbedder(base_url=embeddings.base_url, model="text-embedding-3-small",
+                                                           api_key=WRONG_KEY, dim=16))
+        engine = server.agent.services.knowledge
+        assert engine is not None and engine._filler is not None
+        doc = tmp_path / "cranes.md"
+        doc.write_text(CRANES, encoding="utf-8")
+        page.goto(server.url + "/#/knowledge")
+        page.get_by_test_id("file-input").set_input_files([str(doc)])
+        expect(page.locator("[data-file='cranes.md']")).to_have_attribute("data-state", "done")
+        assert engine._filler.wait_attempt(60)  # the background fill asked the endpoint, which said 401
+        [listed] = httpx.get(server.url + "/api/documents").json()
+        total = listed["chunks"]
+        reason = (f"embedder openai:text-embedding-3-small at {embeddings.base_url}/embeddings answered 401: "
+                  "Incorrect API key provided (check embedding_api_key)")
+        assert listed["vectors"]["state"] == "failing" and listed["vectors"]["error"] == reason
+        row = page.locator(f"[data-testid=documents] tr[data-document-id='{listed['id']}']")
+        vectors = row.get_by_test_id("vectors")
+        expect(vectors).to_have_text(f"vectors 0 / {total} · embedding failing: {reason} · retrying")
+        expect(vectors).to_have_attribute("data-state", "failing")
+        expect(row).to_have_attribute("data-search", "keyword")
+        table = page.get_by_test_id("documents")
+        expect(table).to_have_attribute("data-polling", "true")
+        expect(table).to_have_attribute("data-poll-ms", "10000")  # still asking, less often than while filling
+        screenshot(page, "knowledge-vectors-failing.png")
+        page.get_by_test_id("lang").click()
+        expect(vectors).to_have_text(f"向量 0 / {total} · 向量计算失败: {reason} · 正在重试")
+        assert WRONG_KEY not in page.content()
+
+        embeddings.api_key = WRONG_KEY  # the endpoint takes the key now: the next fill works
+        assert engine.fill_vectors() == total
+        expect(row).to_have_attribute("data-search", "hybrid", timeout=30_000)  # at the next (slower) poll
+        expect(vectors).to_be_hidden()
+        expect(table).to_have_attribute("data-polling", "false")
+        assert not page.errors
+
+
+def test_a_failing_fill_without_a_reason_or_a_retry_and_a_reason_with_markup_show_as_text(
+        live: Any, page: Any, script: ModelScript) -> None:
+    pending = {"chunks": 40, "embedded_chunks": 8, "search": "keyword", "indexed": True}
+    documents = [
+        {"id": "markup", "title": "Markup", **pending,
+         "vectors": {"state": "failing", "error": "<img src=x onerror=window.__xss=1> refused", "retry_in_s": 12.5}},
+        {"id": "bare", "title": "Bare", **pending, "vectors": {"state": "failing", "error": None, "retry_in_s": None}},
+        {"id": "filling", "title": "Filling", **pending, "vectors": {"state": "filling", "error": None}},
+        {"id": "done", "title": "Done", **pending, "embedded_chunks": 40, "search": "hybrid",
+         "vectors": {"state": "failing", "error": "stale", "retry_in_s": 3}},
+    ]
+
+    def answer(route: Route) -> None:
+        if route.request.method == "GET":
+            route.fulfill(json=documents)
+        else:
+            route.continue_()
+
+    server = live(tools=TOOLS)
+    page.route("**/api/documents", answer)
+    page.goto(server.url + "/#/knowledge")
+    table = page.get_by_test_id("documents")
+    expect(table.locator("tr[data-document-id]")).to_have_count(len(documents))
+    rows = {d["id"]: table.locator(f"tr[data-document-id={d['id']}]").get_by_test_id("vectors") for d in documents}
+    expect(rows["markup"]).to_have_text("vectors 8 / 40 · embedding failing: <img src=x onerror=window.__xss=1> "
+                                        "refused · retrying")
+    expect(rows["bare"]).to_have_text("vectors 8 / 40 · embedding failing")  # no reason known, no retry planned
+    expect(rows["filling"]).to_have_text("vectors 8 / 40 · keyword search until done")
+    expect(rows["done"]).to_be_hidden()  # its vectors are all there: nothing is failing for it
+    expect(table).to_have_attribute("data-poll-ms", "10000")
+    assert page.evaluate("window.__xss") is None
+
+    documents[:2] = []  # the failing ones are gone: the next poll is back to the usual pace
+    expect(table.locator("tr[data-document-id]")).to_have_count(2, timeout=30_000)
+    expect(table).to_have_attribute("data-poll-ms", "2000")
     assert not page.errors
 
 

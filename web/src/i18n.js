@@ -14,6 +14,7 @@ const STRINGS = {
     conversations: "Conversations", chunks: "chunks", score: "score", thinking: "Working…",
     confirmDelete: "Delete this document?", size: "size",
     vectors: "vectors", keywordUntilDone: "keyword search until done",
+    embeddingFailing: "embedding failing", retrying: "retrying",
   },
   zh: {
     chat: "对话", knowledge: "知识库", send: "发送", stop: "停止", newChat: "新对话",
@@ -29,6 +30,7 @@ const STRINGS = {
     conversations: "对话列表", chunks: "个片段", score: "得分", thinking: "处理中…",
     confirmDelete: "删除这个文档？", size: "大小",
     vectors: "向量", keywordUntilDone: "完成前仅用关键词检索",
+    embeddingFailing: "向量计算失败", retrying: "正在重试",
   },
 };
 

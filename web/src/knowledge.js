@@ -1,12 +1,15 @@
 // The knowledge base page: upload (drag and drop, several files, progress, per-file errors),
 // list, open and delete documents. An upload is keyword-searchable at once; its vectors are filled
 // in the background, so while any document's are pending (and the page is shown) the list is
-// asked again every POLL_MS and each such document shows how far its vectors are.
+// asked again every POLL_MS and each such document shows how far its vectors are. When the server
+// says the fill is failing (doc.vectors.state "failing": the embedder or the store keeps failing),
+// the row says why and whether it is retried, and the list is asked again less often (POLL_FAILING_MS).
 import { listOf, request, upload } from "./api.js";
 import { h } from "./dom.js";
 import { currentLang, t } from "./i18n.js";
 
 const POLL_MS = 2000;
+const POLL_FAILING_MS = 10000;
 const POLL_MAX_MS = 30000;
 
 /** {done, total} of a document whose vectors are still being filled; null when there is no bar
@@ -17,6 +20,14 @@ export function vectorProgress(doc) {
   const embedded = Number(doc.embedded_chunks);
   const done = Math.min(Math.max(Number.isFinite(embedded) ? Math.floor(embedded) : 0, 0), total);
   return done < total ? { done, total } : null;
+}
+
+/** {error, retrying} when the server says the vector fill of ``doc`` is failing; else null. */
+export function vectorFailure(doc) {
+  const fill = doc && doc.vectors;
+  if (!fill || typeof fill !== "object" || fill.state !== "failing") return null;
+  const error = typeof fill.error === "string" && fill.error.trim() ? fill.error.trim() : "";
+  return { error, retrying: Number.isFinite(fill.retry_in_s) };
 }
 
 function count(n) {
@@ -31,6 +42,7 @@ export class KnowledgeView {
     this.timer = null;
     this.seq = 0;
     this.pending = false;
+    this.failing = false;
     this.failures = 0;
     document.addEventListener("visibilitychange", () => {
       if (this.pending && this.timer === null && this.shown()) this.poll();
@@ -54,7 +66,7 @@ export class KnowledgeView {
       ondragleave: () => drop.classList.remove("over"),
       ondrop: (ev) => { ev.preventDefault(); drop.classList.remove("over"); this.uploadAll([...ev.dataTransfer.files]); },
     }, t("upload"));
-    this.list = h("table", { class: "documents", "data-testid": "documents", "data-polling": "false" });
+    this.list = h("table", { class: "documents", "data-testid": "documents", "data-polling": "false", "data-poll-ms": "" });
     this.rows = new Map();
     this.viewer = h("article", { class: "doc-viewer", hidden: true, "data-testid": "doc-viewer" });
     this.root.replaceChildren(h("h2", {}, t("knowledge")), drop, input, this.progress, h("h3", {}, t("documents")), this.list, this.viewer);
@@ -102,6 +114,7 @@ export class KnowledgeView {
 
   show(docs) {
     this.pending = docs.some((doc) => vectorProgress(doc) !== null);
+    this.failing = docs.some((doc) => vectorProgress(doc) !== null && vectorFailure(doc) !== null);
     if (!docs.length) {
       this.rows = new Map();
       this.list.replaceChildren(h("tr", {}, h("td", {}, t("empty"))));
@@ -131,12 +144,20 @@ export class KnowledgeView {
     entry.chunks.textContent = Number.isFinite(doc.chunks) ? `${count(doc.chunks)} ${t("chunks")}` : "";
     entry.tr.dataset.search = doc.search || "none";
     const progress = vectorProgress(doc);
+    const failure = progress === null ? null : vectorFailure(doc);
     entry.vectors.hidden = progress === null;
+    entry.vectors.dataset.state = failure ? "failing" : progress ? "pending" : "";
     if (progress === null) entry.vectors.replaceChildren();
     else {
       const label = `${t("vectors")} ${count(progress.done)} / ${count(progress.total)}`;
-      entry.vectors.replaceChildren(h("progress", { max: progress.total, value: progress.done, "aria-label": label }),
-        h("span", {}, `${label} · ${t("keywordUntilDone")}`));
+      const bar = h("progress", { max: progress.total, value: progress.done, "aria-label": label });
+      if (!failure) entry.vectors.replaceChildren(bar, h("span", {}, `${label} · ${t("keywordUntilDone")}`));
+      else {
+        const why = failure.error ? `${t("embeddingFailing")}: ${failure.error}` : t("embeddingFailing");
+        entry.vectors.replaceChildren(bar, h("span", {}, `${label} · `,
+          h("span", { class: "vector-error", "data-testid": "vector-error" }, why),
+          failure.retrying ? ` · ${t("retrying")}` : ""));
+      }
     }
     return entry;
   }
@@ -146,8 +167,10 @@ export class KnowledgeView {
     clearTimeout(this.timer);
     this.timer = null;
     const polling = pending && this.shown();
+    const delay = Math.min((this.failing ? POLL_FAILING_MS : POLL_MS) * 2 ** this.failures, POLL_MAX_MS);
     this.list.dataset.polling = String(polling);
-    if (polling) this.timer = setTimeout(() => this.poll(), Math.min(POLL_MS * 2 ** this.failures, POLL_MAX_MS));
+    this.list.dataset.pollMs = polling ? String(delay) : "";
+    if (polling) this.timer = setTimeout(() => this.poll(), delay);
   }
 
   poll() {

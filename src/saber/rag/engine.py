@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,13 +25,15 @@ from saber.rag.documents import (
     normalize_text,
 )
 from saber.rag.embedder import Embedder, Vectors
-from saber.rag.filler import VectorFiller
+from saber.rag.filler import FillStatus, VectorFiller, describe_failure
 from saber.rag.fusion import RRF_K, reciprocal_rank_fusion
 from saber.rag.store.base import KnowledgeStore
 
 if TYPE_CHECKING:
 
     from saber.rag.keyword import BM25Index
+
+log = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "keyword", "vector"]
 Reranker = Callable[[str, Sequence[Hit]], Sequence[float]]
@@ -224,17 +227,48 @@ class RagEngine:
     def fill_vectors(self, *, document_id: str | None = None, stop: threading.Event | None = None,
                      on_batch: Callable[[int], None] | None = None) -> int:
         """Embed pending chunks (of one document, or all) in batches in the calling thread until
-        none is left or ``stop`` is set; returns how many. Blocking: call it from a worker thread."""
-        self._ensure_embedding()
+        none is left or ``stop`` is set; returns how many. Blocking: call it from a worker thread.
+
+        A failure (the embedder or the store) is raised and recorded in the store for every process
+        to see (``vector_status``); a pass that embeds anything forgets it."""
         total = 0
-        while stop is None or not stop.is_set():
-            n = self.store.fill_pending(self.embed_passages, self.batch_size, document_id)
-            if n == 0:
-                break
-            total += n
-            if on_batch is not None:
-                on_batch(n)
+        try:
+            self._ensure_embedding()
+            while stop is None or not stop.is_set():
+                n = self.store.fill_pending(self.embed_passages, self.batch_size, document_id)
+                if n == 0:
+                    break
+                total += n
+                if on_batch is not None:
+                    on_batch(n)
+        except Exception as exc:
+            self._record_fill_failure(describe_failure(exc))
+            raise
+        if total:
+            self._record_fill_failure(None)
         return total
+
+    def _record_fill_failure(self, error: str | None) -> None:
+        try:
+            self.store.record_fill_failure(error)
+        except Exception as exc:  # the store itself is failing: the caller reports the first error
+            log.debug("could not record the vector fill's outcome: %s", exc)
+
+    def vector_status(self) -> FillStatus:
+        """How pending vectors are coming along: this process's filler when it runs (``filling``,
+        ``idle``, or ``failing`` with its error and the seconds until it tries again), else the
+        last failure any process recorded (``failing``), else ``stopped``. Reads the store."""
+        status = self._filler.status() if self._filler is not None else FillStatus(state="stopped")
+        if status.state != "stopped":
+            return status
+        try:
+            failure = self.store.last_fill_failure()
+        except Exception as exc:
+            log.debug("could not read the last vector fill failure: %s", exc)
+            return status
+        if failure is None:
+            return status
+        return FillStatus(state="failing", error=failure[0], failed_at=failure[1])
 
     def fill_in_background(self) -> VectorFiller:
         """Start (or wake) the background filler: it embeds every pending chunk, then looks again

@@ -5,18 +5,59 @@ keyword-searchable; the filler then embeds pending chunks in batches, off the ca
 never on an event loop). Everything it needs is in the store, so it resumes what any process left:
 a killed ingest's chunks are embedded by the next filler that runs (a server's, at start and every
 ``idle_poll`` seconds; ``saber docs index``; a waiting ``saber ingest``).
+
+When the embedder or the store keeps failing, the chunks stay keyword-searchable and pending, the
+filler tries again every ``ERROR_BACKOFF`` seconds, and ``status()`` says so (``failing``, the
+error in one line, the seconds until the next try): what the documents API and the web page show.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 import threading
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from saber.rag.documents import RagError
 
 log = logging.getLogger(__name__)
 
 ERROR_BACKOFF = 30.0
 """Seconds before trying again after the embedder or the store failed."""
+
+FillState = Literal["filling", "failing", "idle", "stopped"]
+
+_SECRET = re.compile(r"(?i)\b(bearer\s+|sk-)[\w.\-]{6,}")
+
+
+def describe_failure(exc: BaseException, limit: int = 400) -> str:
+    """One line for a failed fill: a ``RagError``'s own message (it names the embedder and its
+    endpoint), else ``Type: message``; anything shaped like an API key masked."""
+    text = str(exc) if isinstance(exc, RagError) and str(exc) else f"{type(exc).__name__}: {exc}"
+    text = _SECRET.sub(lambda m: f"{m.group(1)}***", " ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FillStatus:
+    """How the vectors of pending chunks are coming along, as far as this process knows."""
+
+    state: FillState
+    """``filling`` (a pass is embedding), ``failing`` (the last attempt failed), ``idle`` (waiting
+    for the next look) or ``stopped`` (no filler runs in this process, no failure known)."""
+    error: str | None = None
+    """The last attempt's failure, one line (``failing`` only)."""
+    retry_in_s: float | None = None
+    """Seconds until this process's filler tries again (``failing`` with a running filler)."""
+    failed_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "error": self.error, "retry_in_s": self.retry_in_s,
+                "failed_at": self.failed_at.isoformat() if self.failed_at else None}
 
 
 class VectorFiller:
@@ -33,10 +74,14 @@ class VectorFiller:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._idle = threading.Event()
+        self._attempted = threading.Event()
+        self._passing = False
+        self._retry_at: float | None = None
         self.filled = 0
         """Chunks embedded by this filler so far."""
         self.error: str | None = None
         """The last failure (the embedder or the store), cleared by the next pass that works."""
+        self.failed_at: datetime | None = None
 
     @property
     def running(self) -> bool:
@@ -48,6 +93,7 @@ class VectorFiller:
             if self._stop.is_set():
                 return
             self._idle.clear()
+            self._attempted.clear()
             self._wake.set()
             if not self.running:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -57,21 +103,48 @@ class VectorFiller:
         """Wait until a pass started after the last ``kick`` found nothing more to embed; False on timeout."""
         return self._idle.wait(timeout)
 
+    def wait_attempt(self, timeout: float | None = None) -> bool:
+        """Wait until a pass started after the last ``kick`` has ended, done or failed; False on timeout."""
+        return self._attempted.wait(timeout)
+
+    def status(self) -> FillStatus:
+        """``failing`` while the last pass failed (until one works), else ``filling`` during a pass,
+        ``idle`` between passes, ``stopped`` when the thread is not running."""
+        with self._lock:
+            running = self.running and not self._stop.is_set()
+            error, failed_at, passing, retry_at = self.error, self.failed_at, self._passing, self._retry_at
+        if error is not None:
+            retry = None if not running else 0.0 if passing or retry_at is None \
+                else round(max(0.0, retry_at - time.monotonic()), 1)
+            return FillStatus(state="failing", error=error, retry_in_s=retry, failed_at=failed_at)
+        if not running:
+            return FillStatus(state="stopped")
+        return FillStatus(state="filling" if passing else "idle")
+
     def _run(self) -> None:
         while not self._stop.is_set():
             self._wake.clear()
             delay = self.idle_poll
+            with self._lock:
+                self._passing = True
             try:
                 self.filled += self._fill(self._stop)
-                self.error = None
                 with self._lock:
+                    self.error = self.failed_at = self._retry_at = None
+                    self._passing = False
                     if not self._wake.is_set():  # no kick during the pass: nothing is waiting
                         self._idle.set()
+                        self._attempted.set()
             except Exception as exc:  # the embedder or the store: chunks stay pending, retried later
-                self.error = f"{type(exc).__name__}: {exc}"
-                log.warning("vector filler: %s (chunks stay keyword-searchable; retrying in %.0f s)",
-                            self.error, ERROR_BACKOFF)
                 delay = ERROR_BACKOFF
+                with self._lock:
+                    self.error, self.failed_at = describe_failure(exc), datetime.now(UTC)
+                    self._retry_at = time.monotonic() + delay
+                    self._passing = False
+                    if not self._wake.is_set():
+                        self._attempted.set()
+                log.warning("vector filler: %s (chunks stay keyword-searchable; retrying in %.0f s)",
+                            self.error, delay)
             self._wake.wait(delay)
 
     def stop(self, timeout: float = 30.0) -> bool:

@@ -1,9 +1,18 @@
-"""Embeddings from any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, DashScope, Ollama, vLLM...)."""
+"""Embeddings from any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, DashScope, Ollama, vLLM...).
+
+Every failure is one ``EmbeddingError`` line naming the embedder and its endpoint (``embedder
+openai:MODEL at URL …``), shown as it is by the API, the CLI and the web page: the URL is shown
+without credentials or query string, and the API key never appears (an endpoint that echoes it
+back has it masked).
+"""
 
 from __future__ import annotations
 
+import re
+import socket
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import numpy as np
@@ -36,13 +45,21 @@ class OpenAIEmbedder:
         self.name = f"openai:{model}"
         self.batch_size = batch_size
         self._dim = dim
+        self._api_key = api_key
+        self.timeout = timeout
+        self.endpoint = _display_url(f"{self.base_url}/embeddings")
+        """Where the embeddings are asked for, as errors show it (no credentials, no query string)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self._dim = int(self._request(["dimension probe"]).shape[1])
+            try:
+                self._dim = int(self._request(["dimension probe"]).shape[1])
+            except EmbeddingError as exc:
+                raise EmbeddingError(f"{exc} (asking its vector size; set embedding_dim to store documents "
+                                     "keyword-searchable while the endpoint is down)", retryable=exc.retryable) from None
         return self._dim
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
@@ -57,25 +74,83 @@ class OpenAIEmbedder:
 
     def _request(self, batch: list[str]) -> Vectors:
         url = f"{self.base_url}/embeddings"
+        where = f"embedder {self.name} at {self.endpoint}"
         try:
             response = self._client.post(url, json={"model": self.model, "input": batch, "encoding_format": "float"})
+        except httpx.TimeoutException:
+            raise EmbeddingError(f"{where} timed out after {self.timeout:g} s", retryable=True) from None
         except httpx.HTTPError as exc:
-            raise EmbeddingError(f"embeddings endpoint {url} unreachable: {exc}", retryable=True) from None
+            raise EmbeddingError(f"{where} unreachable: {self._hide(_connection_reason(exc))}", retryable=True) from None
         if response.status_code >= 400:
-            raise EmbeddingError(f"embeddings endpoint {url} answered {response.status_code}: {response.text[:300]}",
-                                 retryable=response.status_code == 429 or response.status_code >= 500)
+            status = response.status_code
+            hint = " (check embedding_api_key)" if status in (401, 403) else ""
+            raise EmbeddingError(f"{where} answered {status}: {self._hide(_detail(response))}{hint}",
+                                 retryable=status == 429 or status >= 500)
         try:
             body: Any = response.json()
             items = sorted(body["data"], key=lambda d: d.get("index", 0))
             matrix = np.asarray([item["embedding"] for item in items], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
-            raise EmbeddingError(f"embeddings endpoint {url} sent an unexpected body: {exc}") from None
+            raise EmbeddingError(f"{where} sent an unexpected body: {self._hide(str(exc))}") from None
         if matrix.ndim != 2 or matrix.shape[0] != len(batch):
-            raise EmbeddingError(f"embeddings endpoint {url} returned {matrix.shape[0] if matrix.ndim else 0} vectors for {len(batch)} inputs")
+            raise EmbeddingError(f"{where} returned {matrix.shape[0] if matrix.ndim else 0} vectors for {len(batch)} inputs")
         if self._dim is not None and matrix.shape[1] != self._dim:
-            raise EmbeddingError(f"embeddings endpoint {url} returned {matrix.shape[1]} dimensions, expected {self._dim}")
+            raise EmbeddingError(f"{where} returned {matrix.shape[1]} dimensions, expected {self._dim}")
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
+    def _hide(self, text: str) -> str:
+        """``text`` with the API key masked (some endpoints echo a refused key back)."""
+        return text.replace(self._api_key, "***") if self._api_key else text
+
     def close(self) -> None:
         self._client.close()
+
+
+def _display_url(url: str) -> str:
+    """``url`` without user, password or query string (either may hold a credential)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _detail(response: httpx.Response) -> str:
+    """The human part of an error answer: ``{"error": {"message": ...}}``, ``{"message": ...}`` or the text."""
+    try:
+        body: Any = response.json()
+    except ValueError:
+        return _one_line(response.text) or response.reason_phrase
+    inner = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(inner, dict):
+        message = inner.get("message") or inner.get("msg") or inner.get("detail")
+        if message:
+            return _one_line(str(message))
+    elif isinstance(inner, str) and inner:
+        return _one_line(inner)
+    return _one_line(response.text) or response.reason_phrase
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """The most telling cause in the chain: "connection refused", "cannot resolve host", ..."""
+    chain: list[BaseException] = [exc]
+    current = exc.__cause__ or exc.__context__
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for cause in reversed(chain):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve host ({cause.strerror or cause})"
+        if isinstance(cause, OSError) and cause.strerror:
+            return _one_line(cause.strerror.lower())
+    text = _one_line(str(exc))
+    return "connection refused" if "connection refused" in text.lower() else (text or type(exc).__name__)

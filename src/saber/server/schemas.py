@@ -74,6 +74,18 @@ class CancelResponse(BaseModel):
     cancelled: bool
 
 
+class VectorFill(BaseModel):
+    """How a pending document's vectors are coming along (the server's vector filler)."""
+
+    state: Literal["filling", "failing", "idle", "stopped"] = Field(
+        description="filling (being embedded), failing (the last attempt failed; retried), idle (waiting for "
+                    "the next look) or stopped (no filler runs in this server and no failure is known).")
+    error: str | None = Field(None, description="Why the last attempt failed, one line naming the embedder "
+                                                "and its endpoint (never a credential).")
+    retry_in_s: float | None = Field(None, description="Seconds until the server tries again.")
+    failed_at: str | None = Field(None, description="When the last attempt failed (ISO 8601).")
+
+
 class DocumentOut(BaseModel):
     id: str
     title: str
@@ -86,6 +98,8 @@ class DocumentOut(BaseModel):
     embedded_chunks: int = Field(0, description="Chunks with their vector; the rest are keyword-searchable and "
                                                 "being embedded in the background.")
     search: str = Field("none", description="none (not indexed), keyword (vectors being filled) or hybrid.")
+    vectors: VectorFill | None = Field(None, description="While search is keyword: how the vector fill is going "
+                                                         "(null otherwise).")
 
 
 class DocumentDetail(DocumentOut):

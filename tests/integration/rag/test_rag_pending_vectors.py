@@ -212,3 +212,27 @@ def test_the_revision_grows_when_vectors_are_filled(store_factory: StoreFactory)
     engine.fill_vectors()
     assert engine.store.revision() > written
     engine.close()
+
+
+def test_a_failed_fill_is_recorded_in_the_store_for_other_processes_and_forgotten_by_one_that_works(
+        store_factory: StoreFactory) -> None:
+    failing = RagEngine(store_factory(), HashingEmbedder(64), background_vectors=False)
+    doc = failing.ingest_text("Tea", TEA, wait=False).document
+
+    def broken(texts: list[str]) -> np.ndarray:
+        raise RuntimeError("embedder down\n  on two lines")
+
+    failing.embed_passages = broken  # type: ignore[method-assign]
+    for _ in range(2):  # written, then written over
+        with pytest.raises(RuntimeError, match="embedder down"):
+            failing.fill_vectors()
+    revision = failing.store.revision()
+    other = RagEngine(store_factory(), HashingEmbedder(64), background_vectors=False)
+    status = other.vector_status()
+    assert status.state == "failing" and status.error == "RuntimeError: embedder down on two lines"
+    assert status.failed_at is not None and status.retry_in_s is None
+    assert other.store.revision() == revision  # not a change of documents or vectors: caches stay
+    assert other.fill_vectors() == doc.chunk_count
+    assert failing.vector_status().state == "stopped" and failing.store.last_fill_failure() is None
+    failing.close()
+    other.close()

@@ -21,11 +21,12 @@ def fake_llm() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 def serve(tmp_path: Path, fake_llm: FakeOpenAIServer) -> Iterator[Callable[..., LiveServer]]:
-    """``serve(keys=False, model=True, tools=(), **settings)`` starts a server and stops it after the test."""
+    """``serve(keys=False, model=True, tools=(), embedder=None, **settings)`` starts a server and stops it
+    after the test."""
     started: list[LiveServer] = []
 
     def start(*, keys: bool = False, model: bool = True, home: Path | None = None, **kwargs: Any) -> LiveServer:
-        agent_kwargs = {k: kwargs.pop(k) for k in ("tools", "builtin") if k in kwargs}
+        agent_kwargs = {k: kwargs.pop(k) for k in ("tools", "builtin", "embedder") if k in kwargs}
         settings = settings_for(home or tmp_path / "home", keys=keys, **kwargs)
         chat_model = OpenAIChatModel(fake_llm.model, base_url=fake_llm.base_url, api_key="k") if model else None
         live = LiveServer(make_agent(settings, chat_model, **agent_kwargs), settings).start()

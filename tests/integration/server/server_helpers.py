@@ -21,7 +21,7 @@ from saber.agent.memory import MemoryService
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.config import Settings
 from saber.llm.base import ChatModel
-from saber.rag.embedder import HashingEmbedder
+from saber.rag.embedder import Embedder, HashingEmbedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import SQLiteStore
 from saber.server import create_app
@@ -47,10 +47,13 @@ def settings_for(home: Path, *, keys: bool = False, **overrides: Any) -> Setting
     return Settings(**values)
 
 
-def make_agent(settings: Settings, model: ChatModel | None = None, **kwargs: Any) -> Agent:
-    embedder = HashingEmbedder()
-    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder, max_file_mb=settings.rag_max_file_mb)
-    memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder)
+def make_agent(settings: Settings, model: ChatModel | None = None, *, embedder: Embedder | None = None,
+               **kwargs: Any) -> Agent:
+    """The agent on ``settings``' SQLite file; the knowledge base embeds with ``embedder`` (default:
+    a ``HashingEmbedder``, which memory always uses)."""
+    hashing = HashingEmbedder()
+    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder or hashing, max_file_mb=settings.rag_max_file_mb)
+    memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), hashing)
     return Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
 
 

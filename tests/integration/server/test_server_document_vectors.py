@@ -1,5 +1,6 @@
 """The documents API answers an upload once it is keyword-searchable and says how far its vectors are;
-the server fills vectors in the background, including those an earlier process left."""
+the server fills vectors in the background, including those an earlier process left, and says why
+when it cannot (an embeddings endpoint that refuses the key, or is down)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 import httpx
 from server_helpers import LiveServer
 
-from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
+from saber.rag import HashingEmbedder, OpenAIEmbedder, RagEngine, SQLiteStore
+from saber.rag.filler import ERROR_BACKOFF
+from saber.testing import FakeOpenAIServer
 
 NOTES = "# Cache\n\n" + "Cache-Control max-age sets how long a response stays fresh. " * 12
 
@@ -42,3 +45,66 @@ def test_the_server_fills_vectors_an_earlier_process_left(serve: Callable[..., L
     engine = live.agent.services.knowledge
     assert engine is not None and engine._filler is not None and engine._filler.wait_idle(60)
     assert engine.pending_count() == 0 and engine.get_document(left.id).search == "hybrid"
+
+
+WRONG_KEY = "sk-wrong-key-0123456789"
+
+
+def test_an_embedder_that_refuses_the_key_shows_as_failing_with_its_reason_until_it_works(
+        serve: Callable[..., LiveServer]) -> None:
+    with FakeOpenAIServer(embedding_dimensions=16, api_key="sk-right") as embeddings:
+        embedder = OpenAIEmbedder(base_url=embeddings.base_url, model="text-embedding-3-small", api_key=WRONG_KEY, dim=16)
+        live = serve(embedder=embedder)
+        engine = live.agent.services.knowledge
+        assert engine is not None and engine._filler is not None
+        reason = (f"embedder openai:text-embedding-3-small at {embeddings.base_url}/embeddings answered 401: "
+                  "Incorrect API key provided (check embedding_api_key)")
+        with httpx.Client(base_url=live.url, timeout=60) as client:
+            r = client.post("/api/documents", files=[("files", ("cache.md", NOTES.encode(), "text/markdown"))])
+            assert r.status_code == 201, r.text
+            [doc] = r.json()
+            assert doc["search"] == "keyword" and doc["embedded_chunks"] == 0 and doc["vectors"]["state"] in (
+                "filling", "failing")
+            assert engine._filler.wait_attempt(60)  # the background fill tried, and the endpoint said 401
+            assert [h.document_id for h in engine.search("max-age fresh", 3, mode="keyword")][:1] == [doc["id"]]
+            listed = client.get("/api/documents")
+            [pending] = listed.json()
+            vectors = pending["vectors"]
+            assert vectors["state"] == "failing" and vectors["error"] == reason
+            assert 0 <= vectors["retry_in_s"] <= ERROR_BACKOFF and vectors["failed_at"]
+            assert {k: pending[k] for k in ("search", "embedded_chunks", "chunks", "indexed")} == {
+                "search": "keyword", "embedded_chunks": 0, "chunks": doc["chunks"], "indexed": True}
+            shown = client.get(f"/api/documents/{doc['id']}")
+            assert shown.json()["vectors"]["error"] == reason and shown.json()["text"].startswith("# Cache")
+            assert WRONG_KEY not in listed.text + shown.text
+
+            embeddings.api_key = WRONG_KEY  # the endpoint takes the key now: the next fill works
+            assert engine.fill_vectors() == doc["chunks"]
+            [done] = client.get("/api/documents").json()
+            assert done["search"] == "hybrid" and done["vectors"] is None
+            assert client.get(f"/api/documents/{doc['id']}").json()["vectors"] is None
+
+
+def test_an_embedder_that_is_down_fails_the_fill_or_with_no_known_vector_size_the_upload(
+        serve: Callable[..., LiveServer], refused_url: str, tmp_path: Path) -> None:
+    sized = serve(embedder=OpenAIEmbedder(base_url=f"{refused_url}/v1", model="m", dim=16))
+    engine = sized.agent.services.knowledge
+    assert engine is not None and engine._filler is not None
+    with httpx.Client(base_url=sized.url, timeout=60) as client:
+        r = client.post("/api/documents", files=[("files", ("cache.md", NOTES.encode(), "text/markdown"))])
+        assert r.status_code == 201, r.text
+        assert engine._filler.wait_attempt(60)
+        [doc] = client.get("/api/documents").json()
+        assert doc["search"] == "keyword" and doc["vectors"]["state"] == "failing"
+        assert doc["vectors"]["error"] == f"embedder openai:m at {refused_url}/v1/embeddings unreachable: connection refused"
+
+    unsized = serve(embedder=OpenAIEmbedder(base_url=f"{refused_url}/v1", model="m"), home=tmp_path / "other")
+    with httpx.Client(base_url=unsized.url, timeout=60) as client:
+        r = client.post("/api/documents", files=[("files", ("cache.md", NOTES.encode(), "text/markdown"))])
+        assert r.status_code == 503, r.text
+        error = r.json()["error"]
+        assert error["code"] == "embedder_unavailable"
+        assert error["message"] == (f"cache.md: not stored: embedder openai:m at {refused_url}/v1/embeddings "
+                                    "unreachable: connection refused (asking its vector size; set embedding_dim to "
+                                    "store documents keyword-searchable while the endpoint is down)")
+        assert client.get("/api/documents").json() == []

@@ -113,3 +113,47 @@ def test_ctrl_c_while_embedding_leaves_the_rest_pending_and_exits_130(
     assert "saber docs index" in result.output
     [doc] = _listed(runner, app)
     assert doc["search"] == "keyword"
+
+
+class RefusingEmbedder(HashingEmbedder):
+    """An embedder whose endpoint refuses every batch, as one with a wrong key does."""
+
+    def embed_documents(self, texts: object) -> object:
+        from saber.rag.documents import EmbeddingError
+
+        raise EmbeddingError("embedder test at http://127.0.0.1:9/v1/embeddings answered 401: bad key")
+
+
+def test_a_failing_embedder_ends_ingest_and_index_with_one_error_and_docs_say_why(tmp_path: Path) -> None:
+    import json
+
+    db = tmp_path / "saber.db"
+    set_engine_factory(lambda: RagEngine(SQLiteStore(db), RefusingEmbedder(256)))
+    main = typer.Typer()
+    main.command("ingest")(ingest_command)
+    main.add_typer(docs_app, name="docs")
+    (tmp_path / "a.md").write_text("# Alpha\n\nAlpha is the first letter.", encoding="utf-8")
+    runner = CliRunner()
+    reason = "embedder test at http://127.0.0.1:9/v1/embeddings answered 401: bad key"
+    try:
+        ingested = runner.invoke(main, ["ingest", str(tmp_path / "a.md")])
+        assert isinstance(ingested.exception, CLIError) and ingested.exception.code == 1
+        assert str(ingested.exception).startswith(f"a.md is keyword-searchable, but its vectors could not be "
+                                                  f"computed: {reason}; 1 chunk(s) stay keyword-searchable only")
+        [doc] = _listed(runner, main)
+        assert doc["search"] == "keyword" and doc["vectors"]["state"] == "failing"  # type: ignore[index]
+        assert doc["vectors"]["error"] == reason  # type: ignore[index]
+        shown = json.loads(runner.invoke(main, ["docs", "show", "--json", str(doc["id"])]).output)
+        assert shown["vectors"]["error"] == reason
+        indexed = runner.invoke(main, ["docs", "index"])
+        assert isinstance(indexed.exception, CLIError) and indexed.exception.code == 1
+        assert str(indexed.exception).startswith(f"vectors could not be computed: {reason};")
+    finally:
+        set_engine_factory(None)
+    set_engine_factory(lambda: RagEngine(SQLiteStore(db), HashingEmbedder(256)))
+    try:
+        assert runner.invoke(main, ["docs", "index"]).exit_code == 0
+        [doc] = _listed(runner, main)
+        assert doc["search"] == "hybrid" and doc["vectors"] is None
+    finally:
+        set_engine_factory(None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from saber.rag.documents import ChunkRecord, Document, IngestResult, KeywordChanges, NewDocument, StoredChunk
@@ -55,6 +56,15 @@ class KnowledgeStore(Protocol):
     def fill_pending(self, embed: Embed, limit: int, document_id: str | None = None) -> int:
         """Embed and store up to ``limit`` pending chunks, oldest first; how many were claimed
         (0: none left that this process may take). A chunk replaced meanwhile never gets a vector."""
+        ...
+
+    def record_fill_failure(self, error: str | None) -> None:
+        """Remember (or, with None, forget) why the last attempt to embed pending chunks failed,
+        for every process to see (``saber docs list`` while a server's filler keeps failing)."""
+        ...
+
+    def last_fill_failure(self) -> tuple[str, datetime] | None:
+        """The last recorded fill failure and when it happened; None once a fill worked."""
         ...
 
     def get_document(self, document_id: str) -> Document:

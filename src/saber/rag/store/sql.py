@@ -12,6 +12,7 @@ Chunk ids are never reused, so a vector written by id can only land on the chunk
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -307,6 +308,24 @@ class SqlStore(ABC):
             params = () if document_id is None else (document_id,)
             return int(self._exec(cur, f"SELECT COUNT(*) FROM rag_chunks WHERE embedding IS NULL{where}",
                                   params).fetchone()[0])
+
+    def record_fill_failure(self, error: str | None) -> None:
+        with self._cursor(write=True) as cur:
+            if error is None:
+                self._exec(cur, "DELETE FROM rag_meta WHERE key = 'fill_failure'")
+                return
+            value = json.dumps({"error": error, "at": datetime.now(UTC).isoformat()}, ensure_ascii=False)
+            self._exec(cur, "INSERT INTO rag_meta (key, value) VALUES ('fill_failure', ?) "
+                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (value,))
+
+    def last_fill_failure(self) -> tuple[str, datetime] | None:
+        with self._cursor() as cur:
+            raw = self._meta(cur, "fill_failure")
+        try:
+            data = json.loads(raw) if raw else None
+            return None if not isinstance(data, dict) else (str(data["error"]), datetime.fromisoformat(data["at"]))
+        except (ValueError, KeyError, TypeError):  # not written by this code: nothing known
+            return None
 
     def _claim(self, cur: Any, limit: int, document_id: str | None) -> list[tuple[int, str]]:
         if not self._has_chunk_table(cur):

@@ -2,6 +2,8 @@
 
 An upload answers once its documents are keyword-searchable; their vectors are filled in the
 background (``embedded_chunks`` of ``chunks``; ``search`` turns from ``keyword`` to ``hybrid``).
+While a document's are pending, ``vectors`` says how the fill is going, and why it fails when the
+embedder or the store keeps failing (``state: failing``, ``error``, ``retry_in_s``).
 """
 
 from __future__ import annotations
@@ -15,23 +17,32 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Request, UploadFile
 
-from saber.rag.documents import Document, FileTooLarge, RagError
+from saber.rag.documents import Document, EmbeddingError, FileTooLarge, RagError
 from saber.rag.engine import RagEngine
+from saber.rag.filler import FillStatus
 from saber.server.deps import AgentDep, SettingsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
 from saber.server.owners import DocumentOwners
-from saber.server.schemas import DeletedResponse, DocumentDetail, DocumentOut
+from saber.server.schemas import DeletedResponse, DocumentDetail, DocumentOut, VectorFill
 
 router = APIRouter(prefix="/api/documents", tags=["documents"], responses=ERROR_RESPONSES)
 
 MAX_FILES = 16
 
 
-def _out(doc: Document, status: str | None = None) -> DocumentOut:
+def _out(doc: Document, status: str | None = None, fill: FillStatus | None = None) -> DocumentOut:
     source = Path(doc.source).name if Path(doc.source).is_absolute() else doc.source  # never the server's paths
+    vectors = VectorFill(**fill.to_dict()) if fill is not None and doc.search == "keyword" else None
     return DocumentOut(id=doc.id, title=doc.title, source=source, doc_type=doc.doc_type, chunks=doc.chunk_count,
                        indexed=doc.indexed, created_at=doc.created_at.isoformat() if doc.created_at else None,
-                       status=status, embedded_chunks=doc.embedded_count, search=doc.search)
+                       status=status, embedded_chunks=doc.embedded_count, search=doc.search, vectors=vectors)
+
+
+async def _fill_status(engine: RagEngine, docs: list[Document]) -> FillStatus | None:
+    """The vector filler's status when one of ``docs`` waits for vectors (it reads the store)."""
+    if not any(d.search == "keyword" for d in docs):
+        return None
+    return await asyncio.to_thread(engine.vector_status)
 
 
 def _engine(agent: AgentDep) -> RagEngine:
@@ -86,30 +97,36 @@ async def upload(files: Annotated[list[UploadFile], File(description="One or mor
             result = await asyncio.to_thread(engine.ingest_file, path, wait=False)
         except FileTooLarge as exc:
             raise ApiError(413, "too_large", str(exc)) from None
+        except EmbeddingError as exc:  # e.g. the embedder's vector size could not be asked: nothing was stored
+            shutil.rmtree(folder, ignore_errors=True)
+            raise ApiError(503, "embedder_unavailable", f"{upload_file.filename}: not stored: {exc}") from None
         except RagError as exc:
             shutil.rmtree(folder, ignore_errors=True)
             raise ApiError(422, "invalid_document", str(exc)) from None
         await _owners(request).add(result.document.id, user)
-        out.append(_out(result.document, result.status))
+        out.append(_out(result.document, result.status, await _fill_status(engine, [result.document])))
     return out
 
 
 @router.get("", response_model=list[DocumentOut], summary="The caller's documents")
 async def list_documents(request: Request, agent: AgentDep, user: UserDep) -> list[DocumentOut]:
     mine = await _owners(request).owned(user)
-    docs = await asyncio.to_thread(_engine(agent).list_documents)
-    return [_out(d) for d in docs if d.id in mine]
+    engine = _engine(agent)
+    docs = [d for d in await asyncio.to_thread(engine.list_documents) if d.id in mine]
+    fill = await _fill_status(engine, docs)
+    return [_out(d, fill=fill) for d in docs]
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, summary="One of the caller's documents, with its text")
 async def get_document(document_id: str, request: Request, agent: AgentDep, user: UserDep) -> DocumentDetail:
     if not await _owners(request).owns(document_id, user):
         raise not_found(f"document {document_id!r}")
+    engine = _engine(agent)
     try:
-        doc = await asyncio.to_thread(_engine(agent).get_document, document_id)
+        doc = await asyncio.to_thread(engine.get_document, document_id)
     except RagError:
         raise not_found(f"document {document_id!r}") from None
-    return DocumentDetail(**_out(doc).model_dump(), text=doc.content or "")
+    return DocumentDetail(**_out(doc, fill=await _fill_status(engine, [doc])).model_dump(), text=doc.content or "")
 
 
 @router.delete("/{document_id}", response_model=DeletedResponse, summary="Delete one of the caller's documents")
