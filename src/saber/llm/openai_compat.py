@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import socket
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -23,6 +21,7 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from saber.llm.base import ModelError
+from saber.llm.endpoint_errors import connection_reason, error_message, one_line
 from saber.llm.structured import StructuredOutput
 from saber.llm.toolcalls import ToolCallAccumulator, tool_calls_from_openai
 from saber.llm.types import (
@@ -210,20 +209,20 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where} timed out after {self.timeout:g}s", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
-            return ModelError(f"{where} unreachable: {_connection_reason(exc)}", retryable=True)
+            return ModelError(f"{where} unreachable: {connection_reason(exc)}", retryable=True)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = _detail(exc.body) or _one_line(exc.message)
+            detail = error_message(exc.body) or one_line(exc.message)
             retryable = status in (408, 409, 429) or status >= 500
             verb = "is rate limiting" if status == 429 else "failed" if status >= 500 else "refused"
             return ModelError(f"{where} {verb}: {status} {detail}", retryable=retryable, status=status)
         if isinstance(exc, openai.APIResponseValidationError):
-            return ModelError(f"{where} sent a response that is not a chat completion: {_one_line(exc.message)}")
+            return ModelError(f"{where} sent a response that is not a chat completion: {one_line(exc.message)}")
         if isinstance(exc, openai.APIError):
             # An error object in the middle of a stream: a server-side failure, worth another try.
-            detail = _detail(exc.body) or _one_line(exc.message)
+            detail = error_message(exc.body) or one_line(exc.message)
             return ModelError(f"{where} failed mid-response: {detail}", retryable=True)
-        return ModelError(f"{where}: {_one_line(str(exc))}")
+        return ModelError(f"{where}: {one_line(str(exc))}")
 
 
 # -- wire format --------------------------------------------------------------------------------
@@ -252,23 +251,6 @@ def _json(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def _connection_reason(exc: BaseException) -> str:
-    """The most telling cause in the chain: "connection refused", "cannot resolve host", ..."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc.__cause__ or exc.__context__
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    for cause in reversed(chain):
-        if isinstance(cause, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(cause, socket.gaierror):
-            return f"cannot resolve host ({cause.strerror or cause})"
-        if isinstance(cause, OSError) and cause.strerror:
-            return _one_line(cause.strerror.lower())
-    return _one_line(str(chain[0])) if chain and str(chain[0]) else "connection failed"
-
-
 def _usage(raw: object) -> Usage:
     if raw is None:
         return Usage()
@@ -280,28 +262,7 @@ def _usage(raw: object) -> Usage:
     )
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _detail(body: object) -> str:
-    """The human part of an error body: ``{"message": ...}`` or ``{"error": {"message": ...}}``."""
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            message = inner.get("message") or inner.get("msg") or inner.get("detail")
-            if message:
-                return _one_line(str(message))
-        elif isinstance(inner, str) and inner:
-            return _one_line(inner)
-        return ""
-    if isinstance(body, str):
-        return _one_line(body)
-    return ""
-
-
 def _body_error(response: object) -> str:
     extra = getattr(response, "model_extra", None)
-    detail = _detail(extra) if isinstance(extra, dict) and "error" in extra else ""
+    detail = error_message(extra) if isinstance(extra, dict) and "error" in extra else ""
     return f": {detail}" if detail else ""

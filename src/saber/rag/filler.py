@@ -7,7 +7,8 @@ a killed ingest's chunks are embedded by the next filler that runs (a server's, 
 ``idle_poll`` seconds; ``saber docs index``; a waiting ``saber ingest``).
 
 When the embedder or the store keeps failing, the chunks stay keyword-searchable and pending, the
-filler tries again every ``ERROR_BACKOFF`` seconds, and ``status()`` says so (``failing``, the
+filler tries again after ``ERROR_BACKOFF`` seconds (longer after each failure in a row), logs a
+warning when the failure is new (a repeat of the same one only at debug level), and ``status()`` says so (``failing``, the
 error in one line, the seconds until the next try): what the documents API and the web page show.
 """
 
@@ -27,7 +28,10 @@ from saber.rag.documents import RagError
 log = logging.getLogger(__name__)
 
 ERROR_BACKOFF = 30.0
-"""Seconds before trying again after the embedder or the store failed."""
+"""Seconds before trying again after the embedder or the store failed; doubled after each failure
+in a row, up to ``MAX_ERROR_BACKOFF``, and back to this after a pass that works (an upload's kick
+tries again at once whatever the wait)."""
+MAX_ERROR_BACKOFF = 600.0
 
 FillState = Literal["filling", "failing", "idle", "stopped"]
 
@@ -82,6 +86,8 @@ class VectorFiller:
         self.error: str | None = None
         """The last failure (the embedder or the store), cleared by the next pass that works."""
         self.failed_at: datetime | None = None
+        self.failures = 0
+        """Failed passes in a row (0 after a pass that works)."""
 
     @property
     def running(self) -> bool:
@@ -131,20 +137,24 @@ class VectorFiller:
                 self.filled += self._fill(self._stop)
                 with self._lock:
                     self.error = self.failed_at = self._retry_at = None
+                    self.failures = 0
                     self._passing = False
                     if not self._wake.is_set():  # no kick during the pass: nothing is waiting
                         self._idle.set()
                         self._attempted.set()
             except Exception as exc:  # the embedder or the store: chunks stay pending, retried later
-                delay = ERROR_BACKOFF
+                error = describe_failure(exc)
                 with self._lock:
-                    self.error, self.failed_at = describe_failure(exc), datetime.now(UTC)
+                    repeated = error == self.error
+                    self.failures += 1
+                    delay = min(ERROR_BACKOFF * 2 ** (self.failures - 1), MAX_ERROR_BACKOFF)
+                    self.error, self.failed_at = error, datetime.now(UTC)
                     self._retry_at = time.monotonic() + delay
                     self._passing = False
                     if not self._wake.is_set():
                         self._attempted.set()
-                log.warning("vector filler: %s (chunks stay keyword-searchable; retrying in %.0f s)",
-                            self.error, delay)
+                log.log(logging.DEBUG if repeated else logging.WARNING,
+                        "vector filler: %s (chunks stay keyword-searchable; retrying in %.0f s)", error, delay)
             self._wake.wait(delay)
 
     def stop(self, timeout: float = 30.0) -> bool:

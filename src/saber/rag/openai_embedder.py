@@ -8,8 +8,6 @@ back has it masked).
 
 from __future__ import annotations
 
-import re
-import socket
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -17,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import numpy as np
 
+from saber.llm.endpoint_errors import connection_reason, error_message, one_line
 from saber.rag.documents import EmbeddingError
 from saber.rag.embedder import Vectors
 
@@ -80,7 +79,7 @@ class OpenAIEmbedder:
         except httpx.TimeoutException:
             raise EmbeddingError(f"{where} timed out after {self.timeout:g} s", retryable=True) from None
         except httpx.HTTPError as exc:
-            raise EmbeddingError(f"{where} unreachable: {self._hide(_connection_reason(exc))}", retryable=True) from None
+            raise EmbeddingError(f"{where} unreachable: {self._hide(connection_reason(exc))}", retryable=True) from None
         if response.status_code >= 400:
             status = response.status_code
             hint = " (check embedding_api_key)" if status in (401, 403) else ""
@@ -117,40 +116,10 @@ def _display_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _detail(response: httpx.Response) -> str:
-    """The human part of an error answer: ``{"error": {"message": ...}}``, ``{"message": ...}`` or the text."""
+    """The human part of an error answer (see ``error_message``), else its text or status phrase."""
     try:
         body: Any = response.json()
     except ValueError:
-        return _one_line(response.text) or response.reason_phrase
-    inner = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(inner, dict):
-        message = inner.get("message") or inner.get("msg") or inner.get("detail")
-        if message:
-            return _one_line(str(message))
-    elif isinstance(inner, str) and inner:
-        return _one_line(inner)
-    return _one_line(response.text) or response.reason_phrase
-
-
-def _connection_reason(exc: BaseException) -> str:
-    """The most telling cause in the chain: "connection refused", "cannot resolve host", ..."""
-    chain: list[BaseException] = [exc]
-    current = exc.__cause__ or exc.__context__
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    for cause in reversed(chain):
-        if isinstance(cause, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(cause, socket.gaierror):
-            return f"cannot resolve host ({cause.strerror or cause})"
-        if isinstance(cause, OSError) and cause.strerror:
-            return _one_line(cause.strerror.lower())
-    text = _one_line(str(exc))
-    return "connection refused" if "connection refused" in text.lower() else (text or type(exc).__name__)
+        body = None
+    return error_message(body) or one_line(response.text) or response.reason_phrase

@@ -139,6 +139,8 @@ class StatusResponse(BaseModel):
     auth: bool
     mcp: list[dict[str, Any]] = Field(default_factory=list, description="Each MCP server: state, error, tools.")
     notes: list[str] = Field(default_factory=list, description="What is off and why (system tools, sandbox).")
+    vectors: VectorFill | None = Field(None, description="How the knowledge base's pending vectors are coming "
+                                       "along (None when none are pending).")
 
 
 class Health(BaseModel):

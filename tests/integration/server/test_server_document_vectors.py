@@ -77,12 +77,15 @@ def test_an_embedder_that_refuses_the_key_shows_as_failing_with_its_reason_until
             shown = client.get(f"/api/documents/{doc['id']}")
             assert shown.json()["vectors"]["error"] == reason and shown.json()["text"].startswith("# Cache")
             assert WRONG_KEY not in listed.text + shown.text
+            status = client.get("/api/status").json()["vectors"]  # the server's own view, beside the documents'
+            assert status["state"] == "failing" and status["error"] == reason
 
             embeddings.api_key = WRONG_KEY  # the endpoint takes the key now: the next fill works
             assert engine.fill_vectors() == doc["chunks"]
             [done] = client.get("/api/documents").json()
             assert done["search"] == "hybrid" and done["vectors"] is None
             assert client.get(f"/api/documents/{doc['id']}").json()["vectors"] is None
+            assert client.get("/api/status").json()["vectors"] is None  # nothing pending
 
 
 def test_an_embedder_that_is_down_fails_the_fill_or_with_no_known_vector_size_the_upload(

@@ -247,6 +247,25 @@ def test_a_memory_database_is_one_connection_shared_by_threads(target: str) -> N
     database.dispose()
 
 
+def test_disposing_a_memory_database_closes_its_connection_and_a_new_one_starts_empty() -> None:
+    database = Database(":memory:")
+    with database.transaction(write=True) as tx:
+        tx.execute("CREATE TABLE t (v TEXT)")
+        conn = tx.driver_connection
+    database.dispose()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        conn.execute("SELECT 1")
+    with database.transaction() as tx:  # a fresh connection: a fresh, empty database
+        assert tx.execute("SELECT name FROM sqlite_master").fetchall() == []
+    database.dispose()
+
+
+@pytest.mark.parametrize(("size", "overflow"), [(0, 0), (0, 5), (1, -1), (5, -1)])
+def test_a_pool_needs_one_kept_connection_and_no_negative_overflow(tmp_path: Path, size: int, overflow: int) -> None:
+    with pytest.raises(ValueError, match="size must be at least 1 and overflow at least 0"):
+        ConnectionPool(lambda: connect(str(tmp_path / "x.db")), size=size, overflow=overflow)
+
+
 async def test_checkpoint_store_on_memory_database_from_worker_threads() -> None:
     from saber.graph.checkpoint import SQLiteCheckpointStore
 

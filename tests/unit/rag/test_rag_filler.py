@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import logging
 import threading
+
+import pytest
 
 from saber.rag.filler import VectorFiller
 
@@ -58,3 +61,45 @@ def test_status_says_failing_with_the_error_and_the_retry_then_idle_once_a_pass_
     assert filler.wait_idle(10) and filler.filled == 2
     assert filler.status().state == "idle" and filler.status().error is None and filler.error is None
     assert filler.stop(10) and filler.status().state == "stopped"
+
+
+def test_failures_in_a_row_wait_longer_each_time_and_a_repeat_is_not_logged_again(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from saber.rag import filler as filler_module
+
+    waits: list[float] = []
+    errors = iter(["down", "down", "down", "still down", "down"])
+
+    def fill(stop: threading.Event) -> int:
+        error = next(errors, None)
+        if error is None:
+            return 1
+        raise RuntimeError(error)
+
+    done = threading.Event()
+
+    class CountingEvent(threading.Event):
+        """The filler's wake-up event: records each back-off and returns at once."""
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if timeout is not None and timeout != filler.idle_poll:
+                waits.append(timeout)
+            elif timeout == filler.idle_poll:
+                done.set()
+                return super().wait(timeout)
+            return True
+
+    monkeypatch.setattr(filler_module, "MAX_ERROR_BACKOFF", 4 * filler_module.ERROR_BACKOFF)
+    filler = VectorFiller(fill, idle_poll=1000.0)  # not a back-off's length: the wait below tells them apart
+    filler._wake = CountingEvent()
+    with caplog.at_level(logging.DEBUG, logger="saber.rag.filler"):
+        filler.kick()
+        assert done.wait(10)
+    assert filler.stop(10)
+    base = filler_module.ERROR_BACKOFF
+    assert waits == [base, 2 * base, 4 * base, 4 * base, 4 * base]  # doubled, capped
+    assert filler.failures == 0 and filler.error is None and filler.filled == 1  # the working pass reset it
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert [w.split(" (")[0] for w in warned] == ["vector filler: RuntimeError: down",
+                                                   "vector filler: RuntimeError: still down",
+                                                   "vector filler: RuntimeError: down"]

@@ -11,7 +11,7 @@ from saber.llm.nomodel import is_no_model
 from saber.server.auth import authenticate
 from saber.server.deps import AgentDep, RunsDep, SettingsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
-from saber.server.schemas import Health, StatusResponse, ToolOut
+from saber.server.schemas import Health, StatusResponse, ToolOut, VectorFill
 
 router = APIRouter(tags=["status"])
 
@@ -37,16 +37,19 @@ async def status(request: Request, agent: AgentDep, runs: RunsDep, settings: Set
     authenticate(request)
     engine = agent.services.knowledge
     documents = chunks = 0
+    vectors: VectorFill | None = None
     if engine is not None:
         documents = len(await asyncio.to_thread(engine.list_documents))
         chunks = await asyncio.to_thread(engine.store.chunk_count)
+        if await asyncio.to_thread(engine.pending_count) > 0:
+            vectors = VectorFill(**(await asyncio.to_thread(engine.vector_status)).to_dict())
     stores = {"database": "postgresql" if settings.database_url else "sqlite",
               "knowledge": type(engine.store).__name__ if engine is not None else "none",
               "checkpoints": type(agent.services.checkpoints).__name__ if agent.services.checkpoints else "none"}
     return StatusResponse(model=None if is_no_model(agent.model) else agent.model.name, stores=stores,
                           documents=documents, chunks=chunks, tools=sorted(agent.registry.snapshot()),
                           running_tasks=len(runs.running()), auth=request.app.state.keys.enabled,
-                          mcp=to_jsonable(agent.mcp.list()), notes=list(agent.system_notes))
+                          mcp=to_jsonable(agent.mcp.list()), notes=list(agent.system_notes), vectors=vectors)
 
 
 @router.get("/api/tools", response_model=list[ToolOut], responses=ERROR_RESPONSES, tags=["status"])
