@@ -256,10 +256,9 @@ ODD_DOCUMENTS = [
 ]
 
 
-def test_documents_whose_counts_make_no_bar_show_none_and_a_pending_one_shows_its_counts_in_both_languages(
-        live: Any, page: Any, script: ModelScript) -> None:
-    documents = [*ODD_DOCUMENTS, {"id": "big", "title": "手册 <b>v2</b>", "chunks": 1535, "embedded_chunks": 120,
-                                  "search": "keyword", "indexed": True}]
+def knowledge_page_listing(live: Any, page: Any, documents: list[dict[str, Any]]) -> Any:
+    """The knowledge page of a live server whose documents list answers ``documents`` (uploads and
+    deletes reach the server): the page's documents table."""
 
     def answer(route: Route) -> None:
         if route.request.method == "GET":
@@ -270,7 +269,15 @@ def test_documents_whose_counts_make_no_bar_show_none_and_a_pending_one_shows_it
     server = live(tools=TOOLS)
     page.route("**/api/documents", answer)
     page.goto(server.url + "/#/knowledge")
-    table = page.get_by_test_id("documents")
+    return page.get_by_test_id("documents")
+
+
+def test_documents_whose_counts_make_no_bar_show_none_and_a_pending_one_shows_its_counts_in_both_languages(
+        live: Any, page: Any, script: ModelScript) -> None:
+    documents = [*ODD_DOCUMENTS, {"id": "big", "title": "手册 <b>v2</b>", "chunks": 1535, "embedded_chunks": 120,
+                                  "search": "keyword", "indexed": True}]
+
+    table = knowledge_page_listing(live, page, documents)
     expect(table.locator("tr[data-document-id]")).to_have_count(len(documents))
     expect(table.locator("progress")).to_have_count(1)
     big = table.locator("tr[data-document-id=big]")
@@ -349,16 +356,7 @@ def test_a_failing_fill_without_a_reason_or_a_retry_and_a_reason_with_markup_sho
          "vectors": {"state": "failing", "error": "stale", "retry_in_s": 3}},
     ]
 
-    def answer(route: Route) -> None:
-        if route.request.method == "GET":
-            route.fulfill(json=documents)
-        else:
-            route.continue_()
-
-    server = live(tools=TOOLS)
-    page.route("**/api/documents", answer)
-    page.goto(server.url + "/#/knowledge")
-    table = page.get_by_test_id("documents")
+    table = knowledge_page_listing(live, page, documents)
     expect(table.locator("tr[data-document-id]")).to_have_count(len(documents))
     rows = {d["id"]: table.locator(f"tr[data-document-id={d['id']}]").get_by_test_id("vectors") for d in documents}
     expect(rows["markup"]).to_have_text("vectors 8 / 40 · embedding failing: <img src=x onerror=window.__xss=1> "

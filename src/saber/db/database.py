@@ -187,24 +187,26 @@ class Database:
         where the default (NORMAL) survives a crash of the process but may lose the last
         commits on power loss. PostgreSQL commits are durable as the server is configured."""
         if self._pool is None:
-            with self.engine.connect() as conn:
-                try:
-                    yield Tx(conn, self.dialect, self._sql_cache)
-                except BaseException:
-                    conn.rollback()
-                    raise
-                conn.commit()
+            with self.engine.connect() as pg, self._committed(pg) as tx:
+                yield tx
             return
         with self._sqlite_connection(durable=durable) as conn:
             if durable:
                 conn.execute("PRAGMA synchronous = FULL")
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield Tx(conn, self.dialect, self._sql_cache)
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
+            with self._committed(conn) as tx:
+                yield tx
+
+    @contextlib.contextmanager
+    def _committed(self, conn: sqlite3.Connection | Connection) -> Iterator[Tx]:
+        """A ``Tx`` on ``conn``: committed when the block ends, rolled back when it raises (a
+        cancellation included)."""
+        try:
+            yield Tx(conn, self.dialect, self._sql_cache)
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
 
     @contextlib.contextmanager
     def _sqlite_connection(self, *, durable: bool) -> Iterator[sqlite3.Connection]:
