@@ -253,6 +253,7 @@ ODD_DOCUMENTS = [
     {"id": "unknown", "title": "No counts", "search": "keyword", "indexed": True},
     {"id": "over", "title": "More vectors than chunks", "chunks": 4, "embedded_chunks": 9, "search": "keyword", "indexed": True},
     {"id": "text", "title": "Counts as text", "chunks": "many", "embedded_chunks": "some", "search": "keyword", "indexed": True},
+    {"id": "one", "title": "One chunk, embedded", "chunks": 1, "embedded_chunks": 1, "search": "hybrid", "indexed": True},
 ]
 
 
@@ -287,6 +288,8 @@ def test_documents_whose_counts_make_no_bar_show_none_and_a_pending_one_shows_it
         expect(table.locator(f"tr[data-document-id={odd['id']}]").get_by_test_id("vectors")).to_be_hidden()
     text = table.inner_text()
     assert "NaN" not in text and "undefined" not in text and "Infinity" not in text
+    expect(table.locator("tr[data-document-id=one] td.num")).to_have_text("1 chunk")
+    expect(big.locator("td.num")).to_have_text("1,535 chunks")
     expect(table).to_have_attribute("data-polling", "true")
 
     page.get_by_test_id("lang").click()

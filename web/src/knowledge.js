@@ -141,7 +141,7 @@ export class KnowledgeView {
     }
     entry.doc = doc;
     entry.link.textContent = doc.title || doc.id;
-    entry.chunks.textContent = Number.isFinite(doc.chunks) ? `${count(doc.chunks)} ${t("chunks")}` : "";
+    entry.chunks.textContent = Number.isFinite(doc.chunks) ? `${count(doc.chunks)} ${t(doc.chunks === 1 ? "chunk" : "chunks")}` : "";
     entry.tr.dataset.search = doc.search || "none";
     const progress = vectorProgress(doc);
     const failure = progress === null ? null : vectorFailure(doc);
