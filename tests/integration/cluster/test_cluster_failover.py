@@ -124,7 +124,8 @@ def test_tasks_survive_killed_workers_streams_are_exact_and_limits_hold(cluster:
         mine = sorted((line["t"], line["at"], line["step"], line["e"]) for line in lines if line["task"] == task_id)
         detail = httpx.get(f"{apis[1]}/api/tasks/{task_id}", params={"user_id": user}, timeout=30).json()
         statuses = {n["id"]: n["status"] for n in detail["nodes"]}
-        assert statuses == {f"n{i}": "done" for i in range(1, STEPS + 2)}, f"{task_id}: every step recorded as done: {detail}"
+        assert statuses == {f"n{i}": "done" for i in range(1, STEPS + 2)}, (
+            f"{task_id}: every step recorded as done: {detail}; its events: {[(e[1], e[2]) for e in seen if e[1] != 'token']}")
         recorded = {n["id"]: str(n["result"]).rsplit(" ", 1)[-1] for n in detail["nodes"] if n["tool"] == "witness"}
         for step, execution in recorded.items():
             finished = [t for t, at, s, e in mine if e == execution and at == "end"]
