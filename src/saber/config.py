@@ -11,11 +11,9 @@ import logging
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from saber.graph.config import GRAPH_DEFAULTS as _GRAPH
 from saber.mcp.config import MCPServerConfig, check_server_entries
@@ -46,21 +44,55 @@ def config_path(home: object = None) -> Path:
     return (_home_path(home) if home is not None else default_home()) / "saber.toml"
 
 
-class _TomlSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], home: object = None) -> None:
-        super().__init__(settings_cls)
-        self.path = config_path(home)
-        explicit = bool(os.environ.get("SABER_CONFIG", "").strip())
-        if explicit and not self.path.is_file():
-            raise ConfigError(f"{self.path}: SABER_CONFIG names a file that does not exist (or is not a file)")
-        known = set(settings_cls.model_fields) | set(_RENAMED)
-        self.values = _read_toml(self.path, known) if self.path.is_file() else {}
+def _file_values(home: object) -> dict[str, Any]:
+    """The settings in ``saber.toml`` (or ``$SABER_CONFIG``, which must exist when set), flattened."""
+    path = config_path(home)
+    if os.environ.get("SABER_CONFIG", "").strip() and not path.is_file():
+        raise ConfigError(f"{path}: SABER_CONFIG names a file that does not exist (or is not a file)")
+    known = set(Settings.model_fields) | set(_RENAMED)
+    return _read_toml(path, known) if path.is_file() else {}
 
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return self.values.get(field_name), field_name, False
 
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.values)
+def _env_values() -> dict[str, Any]:
+    """Every ``SABER_<SETTING>`` variable (any case), structured values decoded.
+
+    A list of strings may be written ``a,b`` or as JSON (``["a", "b"]``); a mapping or a list of
+    tables (``SABER_SERVER_API_KEYS``, ``SABER_MCP_SERVERS``) is JSON. A blank structured variable
+    counts as unset. Anything else is passed as text and validated with the setting."""
+    variables = {key.upper(): value for key, value in os.environ.items() if key.upper().startswith("SABER_")}
+    out: dict[str, Any] = {}
+    for name, shape in _ENV_SHAPES.items():
+        variable = f"SABER_{name.upper()}"
+        if variable not in variables:
+            continue
+        text = variables[variable]
+        if shape == "text":
+            out[name] = text
+        elif text.strip():
+            out[name] = _decoded(variable, text.strip(), shape)
+    return out
+
+
+def _decoded(variable: str, text: str, shape: str) -> Any:
+    if shape == "list" and not text.startswith("["):
+        return [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        example = {"list": '["a", "b"] or a,b', "mapping": '{"name": "value"}'}.get(shape, '[{"name": "x", ...}]')
+        raise ConfigError(f"{variable}: not valid JSON ({exc.msg} at character {exc.pos}); write it as {example}") from None
+
+
+def _env_shape(annotation: Any) -> str:
+    """How a variable for a setting of this type is read: ``text``, ``list`` (of plain values),
+    ``mapping`` or ``json`` (a list of tables)."""
+    origin = get_origin(annotation)
+    if origin is dict:
+        return "mapping"
+    if origin is list:
+        (item,) = get_args(annotation)
+        return "json" if isinstance(item, type) and issubclass(item, BaseModel) else "list"
+    return "text"
 
 
 def _read_toml(path: Path, known: set[str]) -> dict[str, Any]:
@@ -101,13 +133,13 @@ def _renamed(data: Any) -> Any:
     return data
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Every setting of Saber, from (lowest first) the defaults, ``saber.toml``, ``SABER_*``
     environment variables and keyword arguments. ``[llm] model = "x"`` in the file is
     ``SABER_LLM_MODEL=x`` and ``Settings(llm_model="x")``. ``Settings.load()`` turns validation
     errors into one ``ConfigError`` naming each bad setting."""
 
-    model_config = SettingsConfigDict(env_prefix="SABER_", extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     home: Path = Field(default_factory=default_home)
     """Data folder: the SQLite file, uploaded documents and saber.toml."""
@@ -279,7 +311,7 @@ class Settings(BaseSettings):
     """With more tools than this, the planner prompt lists only the most relevant ones."""
     tools_select_k: int = Field(12, ge=1)
     """How many tools the planner prompt lists when selecting."""
-    tools_modules: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    tools_modules: list[str] = Field(default_factory=list)
     """Python modules whose ``@tool`` functions every process registers (with the ``saber.tools``
     entry points): custom tools that every API node and worker must know."""
 
@@ -310,15 +342,6 @@ class Settings(BaseSettings):
     def _check_mcp_servers(cls, value: Any) -> Any:
         return check_server_entries(value)
 
-    @field_validator("tools_modules", mode="before")
-    @classmethod
-    def _modules_list(cls, value: Any) -> Any:
-        """``SABER_TOOLS_MODULES=a.b,c`` as well as a TOML list."""
-        if isinstance(value, str):
-            text = value.strip()
-            return json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
-        return value
-
     @field_validator("home", mode="before")
     @classmethod
     def _expand_home(cls, value: Any) -> Path:
@@ -329,17 +352,9 @@ class Settings(BaseSettings):
     def _blank_is_none(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        home = getattr(init_settings, "init_kwargs", {}).get("home")
-        return (init_settings, env_settings, _TomlSource(settings_cls, home))
+    def __init__(self, **values: Any) -> None:
+        """Keyword arguments over ``SABER_*`` variables over the file over the defaults."""
+        super().__init__(**{**_file_values(values.get("home")), **_env_values(), **values})
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
@@ -387,3 +402,7 @@ def mask_url(url: str) -> str:
             creds = creds.split(":", 1)[0] + ":***"
         return f"{scheme}://{creds}@{host}"
     return url
+
+
+_ENV_SHAPES = {name: _env_shape(field.annotation) for name, field in Settings.model_fields.items()}
+"""How each setting's ``SABER_*`` variable is read (see ``_env_values``)."""

@@ -149,10 +149,14 @@ def summarise_failure(node: Node, lang: Lang) -> str:
         return "天气服务暂时无法访问" if zh else "The weather service could not be reached"
     if tool == "search_web":
         return "网络搜索暂时无法使用" if zh else "Web search is not available"
-    if unreachable:
+    if unreachable and node.agent is None:
         return f"{tool} 暂时无法访问" if zh else f"{tool} could not be reached"
+    # A sub-agent's error is about the tools it used (a search that could not be reached is not
+    # the sub-agent being unreachable): say it as it was reported.
     first = error.splitlines()[0] if error else node.status.value
     first = first if len(first) <= 160 else first[:157] + "…"
+    if first.startswith(f"{tool} "):
+        return first
     return f"{tool} 失败：{first}" if zh else f"{tool} failed: {first}"
 
 

@@ -104,3 +104,14 @@ def test_research_topics_lose_the_instructions_and_connectives(goal: str, topic:
 def test_the_review_notices_findings_about_something_else() -> None:
     assert not on_topic("远程办公利弊", "# 远程办公利弊 调研报告\n员工休假制度：年假 10 天，病假 12 天。")
     assert on_topic("量子计算的最新进展", "# t\n量子计算的纠错进展：逻辑比特……")
+
+
+def test_a_sub_agent_whose_search_was_unreachable_is_not_called_unreachable() -> None:
+    node = Node(id="n1", agent="research_agent", params={"goal": "Research [/] topic"})
+    node.status = NodeStatus.FAILED
+    node.error = ("research_agent found nothing for '[/] topic': rag_search: nothing relevant in the knowledge base; "
+                  "search_web failed (DuckDuckGo search could not be reached: timed out)")
+    answer = render_nodes([node], "en", query="Research [/] topic and write a report")
+    assert answer.startswith("research_agent found nothing for '[/] topic': rag_search: nothing relevant")
+    assert "research_agent could not be reached" not in answer
+    assert "failed: research_agent" not in answer

