@@ -40,6 +40,9 @@ from saber.tools.base import Tool
 
 log = logging.getLogger(__name__)
 
+PLAN_INCOMPLETE = "plan_incomplete"
+"""Checkpoint meta key, true while the planner still streams the graph (see ``plan_incomplete``)."""
+
 @dataclass(frozen=True, slots=True)
 class _Wake:
     """Sent by ``cancel()`` so the loop notices at once."""
@@ -173,6 +176,14 @@ class GraphRuntime:
             raise RuntimeError("open_feed() must be called before run()")
         self._feed = NodeFeed(self.graph, self._state)
         self._state.races_may_grow = True
+        self.meta[PLAN_INCOMPLETE] = True
+
+    @property
+    def plan_incomplete(self) -> bool:
+        """The checkpoint this runtime was restored from was saved while the planner was still
+        writing the plan (the process died or the run was cancelled mid-stream): the nodes it holds
+        may be only the start of the plan."""
+        return bool(self.meta.get(PLAN_INCOMPLETE))
 
     def add_nodes(self, nodes: Iterable[Node]) -> None:
         """Hand the running graph nodes the planner has just written (after ``open_feed``)."""
@@ -299,6 +310,8 @@ class GraphRuntime:
             failed = []
             if self._feed.apply(message, changed, events):
                 self._replan.graph_changed = True
+            if isinstance(message, FeedClosed) and self.meta.pop(PLAN_INCOMPLETE, None):
+                self._replan.graph_changed = True  # saved again: the checkpoint now holds the whole plan
         else:
             return
         if failed:

@@ -204,3 +204,43 @@ async def test_a_request_cancelled_while_the_plan_streams_leaves_nothing_running
     assert done.type == "done" and done.interrupted  # type: ignore[attr-defined]
     assert agent.running() == [] and not any(isinstance(e, Plan) for e in events)
     assert ("get_time", "Europe/Rome") not in CALLS  # nothing more started after the cancel
+
+
+async def test_a_task_cancelled_while_its_plan_streamed_is_planned_again_on_resume(
+        fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
+    """The checkpoint then holds only the start of the plan: a resume must not answer from that
+    part as if it were the whole plan (a worker killed mid-stream in the cluster test did)."""
+    fake_llm.queue(FakeReply(text=plan_text(N1, N2, N3, N4), chunk_delay=0.05))
+    agent = streamed_agent()
+    events: list[Event] = []
+    async for event in agent.stream("weather and time in Paris and Rome", user_id="u1", mode="react"):
+        events.append(event)
+        if isinstance(event, NodeDone) and event.id == "n1":
+            assert agent.cancel(events[0].task_id)  # type: ignore[attr-defined]
+    task_id = events[0].task_id  # type: ignore[attr-defined]
+    assert events[-1].interrupted and ("get_time", "Europe/Rome") not in CALLS  # type: ignore[attr-defined]
+    before = list(CALLS)
+
+    fake_llm.queue(plan_text(N1, N2, N3, N4), "Paris and Rome are sunny.")
+    resumed = [e async for e in agent.resume(task_id, user_id="u1")]
+    plan = next(e for e in resumed if isinstance(e, Plan))
+    assert sorted(n["id"] for n in plan.nodes) == ["n1", "n2", "n3", "n4"]
+    assert any("planned again" in w for w in plan.warnings)
+    assert {e.id: e.status for e in resumed if isinstance(e, NodeDone)}.get("n4") == "done"
+    assert resumed[-1].answer == "Paris and Rome are sunny." and not resumed[-1].interrupted  # type: ignore[attr-defined]
+    again = CALLS[len(before):]
+    assert ("get_weather", "Paris") not in again  # finished before the cancel: kept, not run again
+    assert sorted(CALLS) == sorted([("get_weather", "Paris"), ("get_time", "Europe/Paris"), ("get_weather", "Rome"),
+                                    ("get_time", "Europe/Rome")])
+    saved = await agent.services.checkpoints.load(task_id)  # type: ignore[union-attr]
+    assert saved is not None and saved.status == "done" and not saved.meta.get("plan_incomplete")
+
+
+async def test_a_finished_streamed_plan_is_saved_as_complete(
+        fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
+    fake_llm.queue(FakeReply(text=plan_text(N1, N2), chunk_delay=0.01), "Sunny.")
+    agent = streamed_agent()
+    answer = await agent.ask("weather in Paris", user_id="u1", mode="react")
+    saved = await agent.services.checkpoints.load(answer.task_id)  # type: ignore[union-attr]
+    assert saved is not None and sorted(n.id for n in saved.nodes) == ["n1", "n2"]
+    assert "plan_incomplete" not in saved.meta

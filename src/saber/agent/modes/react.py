@@ -9,7 +9,7 @@ from typing import Any
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
 from saber.agent.modes.chat import run_chat
-from saber.agent.modes.react_stream import run_streamed_plan
+from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.observations import observations, rule_answer
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
@@ -141,7 +141,10 @@ async def resume_react(turn: Turn) -> str:
     assert store is not None
     runtime = await GraphRuntime.restore(turn.task_id, store, turn.tools, on_event=turn.emit, answer_follows=True,
                                          **parts)
-    return await _answer_and_record(turn, await runtime.run())
+    if not runtime.plan_incomplete:
+        return await _answer_and_record(turn, await runtime.run())
+    plan, source = await make_plan(turn)
+    return await _answer_and_record(turn, await complete_interrupted_plan(turn, runtime, plan, source))
 
 
 async def _answer_and_record(turn: Turn, run: RunResult) -> str:

@@ -38,6 +38,19 @@ class _LazyRun:
         self.runtime: GraphRuntime | None = None
         self.task: asyncio.Task[RunResult] | None = None
 
+    @classmethod
+    def started(cls, runtime: GraphRuntime) -> _LazyRun:
+        """A run of an existing runtime (a restored one), started now with its feed open."""
+
+        async def made() -> GraphRuntime:
+            return runtime
+
+        run = cls(made)
+        run.runtime = runtime
+        runtime.open_feed()
+        run.task = asyncio.create_task(runtime.run(), name="saber-streamed-graph")
+        return run
+
     async def add_nodes(self, nodes: list[Node]) -> None:
         if not nodes:
             return
@@ -77,6 +90,27 @@ async def run_streamed_plan(turn: Turn, messages: list[Message], make_runtime: C
     except BaseException:  # cancelled, or a bug: no graph left running behind the turn
         await run.abandon()
         raise
+
+
+async def complete_interrupted_plan(turn: Turn, runtime: GraphRuntime, plan: ParsedPlan,
+                                    source: str) -> RunResult:
+    """Resume a task whose process stopped while the planner was still streaming its plan: the
+    checkpoint holds only the nodes written until then. Run those (finished ones keep their
+    results) with the nodes of ``plan`` (planned again) that do not repeat one of them."""
+    kept = list(runtime.graph)
+    run = _LazyRun.started(runtime)
+    try:
+        merged = await _fallback(run, kept, plan)
+        note = (f"the plan was still being written when the task stopped: planned again; {len(kept)} step(s) "
+                f"kept, {len(merged.nodes) - len(kept)} added")
+        await turn.emit(Plan(format=merged.format, nodes=[n.to_dict() for n in merged.nodes],
+                             warnings=[*merged.warnings, note], source=source, tools=turn.prompt_tools))
+        result = await run.finish()
+    except BaseException:
+        await run.abandon()
+        raise
+    assert result is not None
+    return result
 
 
 def _planner_model(model: ChatModel) -> ChatModel:
