@@ -1,9 +1,11 @@
 """Run (or resume) one react task in its own process, printing events as JSON lines.
 
-    python agent_crash_script.py HOME SIDE_FILE TASK_ID first|resume
+    python agent_crash_script.py HOME SIDE_FILE TASK_ID first|midplan|resume|resume-replan
 
-Used by test_agent_resume.py: the first process blocks inside step_b until it is killed; the
-second resumes the task from its checkpoint. Every tool execution appends a line to SIDE_FILE.
+Used by test_agent_resume.py: the first process blocks inside step_b until it is killed
+("midplan": its planner stops streaming after the first step and never finishes the plan); the
+second resumes the task from its checkpoint ("resume-replan": its model is asked for the plan
+again). Every tool execution appends a line to SIDE_FILE.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from saber.agent import Agent
 from saber.agent.memory import MemoryService
@@ -20,6 +24,7 @@ from saber.config import Settings
 from saber.rag.embedder import HashingEmbedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import SQLiteStore
+from saber.llm.types import StreamChunk, TextDelta
 from saber.testing import ScriptedModel
 from saber.tools import tool
 
@@ -28,6 +33,14 @@ PLAN = json.dumps([
     {"id": "n2", "tool": "step_b", "params": {}, "depends_on": ["n1"]},
     {"id": "n3", "tool": "step_c", "params": {"upstream": "${n2}"}, "depends_on": ["n2"]},
 ])
+
+
+class StalledPlanner(ScriptedModel):
+    """Streams the plan's first step, then nothing more: the process is killed mid-plan."""
+
+    async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[StreamChunk]:
+        yield TextDelta(content=PLAN[:PLAN.index("{\"id\": \"n3\"")])  # n1 handed over (the last, n2, held back)
+        await asyncio.Event().wait()
 
 
 async def main(home: Path, side: Path, task_id: str, phase: str) -> None:
@@ -58,11 +71,13 @@ async def main(home: Path, side: Path, task_id: str, phase: str) -> None:
 
     settings = Settings(home=home, search_backend="none", graph_retry_delay=0)
     embedder = HashingEmbedder()
-    agent = Agent(settings, model=ScriptedModel([PLAN] if phase == "first" else ["all three steps ran"]), builtin=False,
+    replies = {"first": [PLAN], "resume": ["all three steps ran"], "resume-replan": [PLAN, "all three steps ran"]}
+    model = StalledPlanner() if phase == "midplan" else ScriptedModel(replies[phase])
+    agent = Agent(settings, model=model, builtin=False,
                   tools=[step_a, step_b, step_c], knowledge=RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder),
                   memory=MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder))
-    events = (agent.stream("run a, then b, then c", user_id="u1", task_id=task_id, mode="react") if phase == "first"
-              else agent.resume(task_id, user_id="u1"))
+    events = (agent.stream("run a, then b, then c", user_id="u1", task_id=task_id, mode="react")
+              if not phase.startswith("resume") else agent.resume(task_id, user_id="u1"))
     async for event in events:
         print(json.dumps(event.to_dict(), ensure_ascii=False, default=str), flush=True)
     await agent.aclose()

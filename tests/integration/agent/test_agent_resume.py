@@ -55,6 +55,35 @@ def test_killed_react_task_resumes_without_rerunning_finished_steps(tmp_path: Pa
     assert side.read_text(encoding="utf-8").splitlines() == ["a", "b-start", "b-start", "b-done", "c(B)"]
 
 
+@pytest.mark.slow
+def test_a_task_killed_while_its_plan_streamed_is_planned_again_and_keeps_its_finished_step(tmp_path: Path) -> None:
+    home, side = tmp_path / "home", tmp_path / "side.txt"
+    first = start(home, side, "midplan")
+    assert first.stdout is not None
+    for line in first.stdout:  # the first step is done (and saved: events follow the checkpoint write)
+        event = json.loads(line)
+        if event["type"] == "node_done" and event["data"]["id"] == "n1":
+            break
+    else:
+        raise AssertionError(f"n1 never finished: {first.stderr.read() if first.stderr else ''}")
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    first.stdout.close()
+    if first.stderr:
+        first.stderr.close()
+
+    second = start(home, side, "resume-replan")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    plan = next(e["data"] for e in events if e["type"] == "plan")
+    assert [n["id"] for n in plan["nodes"]] == ["n1", "n2", "n3"]
+    assert any("planned again; 1 step(s) kept, 2 added" in w for w in plan["warnings"])
+    assert [e["data"]["tool"] for e in events if e["type"] == "node_start"] == ["step_b", "step_c"]
+    assert events[-1]["type"] == "done" and events[-1]["data"]["answer"] == "all three steps ran"
+    assert side.read_text(encoding="utf-8").splitlines() == ["a", "b-start", "b-done", "c(B)"]
+
+
 @tool
 def quick() -> str:
     """A step that finishes at once."""
