@@ -10,7 +10,8 @@ The keywords live in ``saber.planner.keywords`` (shared with the router). Rules:
   the preferred timezone or city, else one with the tool's default zone;
 - weather words → one get_weather per place the query names (time zones excluded), else the
   preferred city; skipped with a warning when the tool needs a city and none is known;
-- search words → search_web; open questions (是什么, what is …) too, when no other rule matched;
+- search words → search_web with the search terms (``search_terms``: "search the web for X, then
+  tell me the time" searches X); open questions (是什么, what is …) too, when no other rule matched;
   rag_search joins it (race group "search" when both exist), and is also used for
   knowledge-base words or when no other rule matched — not for every query as the original
   did, so "几点了" does not race a knowledge-base lookup against nothing.
@@ -18,6 +19,8 @@ The keywords live in ``saber.planner.keywords`` (shared with the router). Rules:
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -111,8 +114,36 @@ def _tool_rules(query: str, tools: Mapping[str, Tool], prefs: dict[str, Any],
     if wants_kb:
         add("rag_search", {_query_param(tools["rag_search"]): query}, racing)
     if searching and "search_web" in tools:
-        add("search_web", {_query_param(tools["search_web"]): query}, racing)
+        add("search_web", {_query_param(tools["search_web"]): search_terms(query)}, racing)
     return raw
+
+
+@functools.cache
+def _search_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(clause boundary, leading request): compiled on the first search, not at import."""
+    clauses = re.compile(r"[，,；;。！!？?\n]+|\s+(?:and\s+then|and|then)\s+(?=(?:tell|give|show|let|also|what|how)\b)",
+                         re.IGNORECASE)
+    english = (r"(?:(?:do|run)\s+an?\s+)?(?:(?:web|internet|online)\s+)?search\b(?!\s+(?:engines?|results?|bars?|terms?)\b)"
+               r"(?:\s+(?:the\s+web|the\s+internet|online|google)\b)?(?:\s+(?:for|about|on)\b)?"
+               r"|look\s*up\b|google\b|find\b(?:\s+me\b)?(?:\s+some\b)?(?:\s+(?:information|info|details)\b)?"
+               r"(?:\s+(?:about|on)\b)?")
+    chinese = (r"(?:在网上|上网|网上)?(?:搜索一下|搜一下|搜一搜|搜索|搜搜|查一下|查一查|查查|查询一下|查询|查找"
+               r"|(?<=帮我)查|(?<=请)查|(?<=帮忙)查)(?:一下)?(?:关于)?")
+    fillers = r"(?:(?:please|pls|can\s+you|could\s+you|would\s+you|help\s+me|and|also|then)\s+|(?:请|帮我|帮忙|麻烦你?|能不能|能否|可以|再|然后|顺便|另外|并且?)\s*)*"
+    lead = re.compile(rf"^{fillers}(?:{english}|{chinese})\s*", re.IGNORECASE)
+    return clauses, lead
+
+
+def search_terms(query: str) -> str:
+    """What to search for: the clause that asks to search (the first one when none does), without
+    the request around it ("search the web for the latest Python release" → "the latest Python
+    release", "搜索一下东京的新闻，再告诉我东京现在几点" → "东京的新闻"). The query itself when
+    nothing would be left."""
+    clauses, lead = _search_patterns()
+    parts = [p.strip() for p in clauses.split(query) if p and p.strip()]
+    clause = next((p for p in parts if kw.SEARCH.search(p)), parts[0] if parts else query)
+    terms = lead.sub("", clause, count=1).strip(" \t，,。.!！?？")
+    return terms or query.strip()
 
 
 def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str, Any] | None = None, *,

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from saber.planner import rule_plan
+from saber.planner.rules import search_terms
 from saber.tools import Tool, tool
 
 
@@ -68,11 +69,12 @@ def test_city_finder_can_be_injected() -> None:
         ("n1", "get_weather", {"city": "Reykjavik", "days": 1}, [], None)]
 
 
-@pytest.mark.parametrize("query", ["搜索一下 K8s service 是什么", "search what is a k8s service"])
-def test_search_races_the_knowledge_base_against_the_web(query: str) -> None:
+@pytest.mark.parametrize(("query", "terms"), [("搜索一下 K8s service 是什么", "K8s service 是什么"),
+                                           ("search what is a k8s service", "what is a k8s service")])
+def test_search_races_the_knowledge_base_against_the_web(query: str, terms: str) -> None:
     assert _summary(query) == [
         ("n1", "rag_search", {"query": query}, [], "search"),
-        ("n2", "search_web", {"query": query}, [], "search"),
+        ("n2", "search_web", {"query": terms}, [], "search"),
     ]
 
 
@@ -125,3 +127,34 @@ def test_research_pipeline_without_save_or_review() -> None:
 
 def test_research_words_without_the_agents_fall_back_to_tools() -> None:
     assert [t for _, t, *_ in _summary("调研一下最新的 AI 新闻", agents={})] == ["rag_search", "search_web"]
+
+
+@pytest.mark.parametrize(("query", "terms"), [
+    ("search the web for the latest Python release", "the latest Python release"),
+    ("look up news about SpaceX", "news about SpaceX"),
+    ("google the best hiking trails", "the best hiking trails"),
+    ("Can you search online for cheap flights to Osaka?", "cheap flights to Osaka"),
+    ("please find information about the Rust borrow checker", "the Rust borrow checker"),
+    ("search rust async runtimes", "rust async runtimes"),
+    ("search engine optimization tips", "search engine optimization tips"),
+    ("latest news on Kubernetes 1.31", "latest news on Kubernetes 1.31"),
+    ("what is a monad?", "what is a monad"),
+    ("look up news about Paris and tell me the time there", "news about Paris"),
+    ("news about Paris and Rome", "news about Paris and Rome"),
+    ("搜索一下最新的 AI 新闻", "最新的 AI 新闻"),
+    ("帮我查一下 Rust 1.80 的新特性", "Rust 1.80 的新特性"),
+    ("查一下今天的新闻。", "今天的新闻"),
+    ("请在网上搜索关于固态电池的资料", "固态电池的资料"),
+    ("搜索一下东京的新闻，再告诉我东京现在几点", "东京的新闻"),
+    ("东京现在几点，顺便搜一下东京的新闻", "东京的新闻"),
+    ("查理·芒格是谁", "查理·芒格是谁"),
+    ("search", "search"),
+    ("搜索一下", "搜索一下"),
+])
+def test_search_terms_drop_the_request_around_them(query: str, terms: str) -> None:
+    assert search_terms(query) == terms
+
+
+def test_the_rule_planner_searches_the_terms_not_the_request() -> None:
+    plan = rule_plan("搜索一下东京的新闻，再告诉我东京现在几点", TOOLS)
+    assert [(n.tool, n.params) for n in plan.nodes if n.tool == "search_web"] == [("search_web", {"query": "东京的新闻"})]
