@@ -50,10 +50,10 @@ def _file_values(home: object) -> dict[str, Any]:
     if os.environ.get("SABER_CONFIG", "").strip() and not path.is_file():
         raise ConfigError(f"{path}: SABER_CONFIG names a file that does not exist (or is not a file)")
     known = set(Settings.model_fields) | set(_RENAMED)
-    return _read_toml(path, known) if path.is_file() else {}
+    return read_toml(path, known) if path.is_file() else {}
 
 
-def _env_values() -> dict[str, Any]:
+def env_values() -> dict[str, Any]:
     """Every ``SABER_<SETTING>`` variable (any case), structured values decoded.
 
     A list of strings may be written ``a,b`` or as JSON (``["a", "b"]``); a mapping or a list of
@@ -95,7 +95,7 @@ def _env_shape(annotation: Any) -> str:
     return "text"
 
 
-def _read_toml(path: Path, known: set[str]) -> dict[str, Any]:
+def read_toml(path: Path, known: set[str]) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -354,7 +354,7 @@ class Settings(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         """Keyword arguments over ``SABER_*`` variables over the file over the defaults."""
-        super().__init__(**{**_file_values(values.get("home")), **_env_values(), **values})
+        super().__init__(**{**_file_values(values.get("home")), **env_values(), **values})
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
@@ -405,4 +405,4 @@ def mask_url(url: str) -> str:
 
 
 _ENV_SHAPES = {name: _env_shape(field.annotation) for name, field in Settings.model_fields.items()}
-"""How each setting's ``SABER_*`` variable is read (see ``_env_values``)."""
+"""How each setting's ``SABER_*`` variable is read (see ``env_values``)."""

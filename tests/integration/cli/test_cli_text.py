@@ -129,6 +129,9 @@ def test_config_names_each_source(tmp_path: Path) -> None:
     assert data["sources"]["llm_timeout"] == "env" and data["sources"]["llm_temperature"] == "default"
     text = saber("config", home=tmp_path, SABER_LLM_TIMEOUT="7").stdout
     assert "graph_max_parallel = 3  (file)" in text and "llm_timeout = 7.0  (env)" in text
+    blank = json.loads(saber("config", "--json", home=tmp_path, SABER_SERVER_ADMINS=" ", saber_llm_model="m").stdout)
+    assert blank["sources"]["server_admins"] == "default" and blank["settings"]["server_admins"] == []
+    assert blank["sources"]["llm_model"] == "env" and blank["settings"]["llm_model"] == "m"
 
 
 def _stalled_server() -> socket.socket:
