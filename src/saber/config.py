@@ -13,7 +13,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from saber.graph.config import GRAPH_DEFAULTS as _GRAPH
 from saber.mcp.config import MCPServerConfig, check_server_entries

@@ -21,10 +21,10 @@ from saber.agent import Agent
 from saber.agent.memory import MemoryService
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.config import Settings
+from saber.llm.types import StreamChunk, TextDelta
 from saber.rag.embedder import HashingEmbedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import SQLiteStore
-from saber.llm.types import StreamChunk, TextDelta
 from saber.testing import ScriptedModel
 from saber.tools import tool
 
