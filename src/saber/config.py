@@ -380,6 +380,12 @@ class Settings(BaseModel):
         return bool(self.llm_model)
 
     @property
+    def has_api_keys(self) -> bool:
+        """API keys are configured: the server has several users, each seeing only their own
+        documents (and the shared ones)."""
+        return bool(self.server_api_keys) or self.server_keys_file is not None
+
+    @property
     def sqlite_path(self) -> Path:
         return self.home / "saber.db"
 

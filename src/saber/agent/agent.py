@@ -66,6 +66,7 @@ from saber.llm.nomodel import is_no_model
 from saber.llm.types import Message
 from saber.mcp.manager import MCPManager
 from saber.rag.factory import engine_from_settings
+from saber.rag.scope import knowledge_scope
 from saber.rag.tools import knowledge_tools
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
@@ -389,7 +390,8 @@ class Agent:
         answer, interrupted = "", False
         try:
             await turn.emit(Start(task_id=turn.task_id, query=turn.query, user_id=turn.user_id))
-            answer = limit_answer(await work(), self.settings.max_answer_chars)
+            with knowledge_scope(turn.user_id, isolated=self.settings.has_api_keys):
+                answer = limit_answer(await work(), self.settings.max_answer_chars)
         except asyncio.CancelledError:
             interrupted = True
             answer = "".join(turn.streamed)

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -16,17 +16,20 @@ from saber.rag.chunking import ChunkingConfig, chunk_document
 from saber.rag.documents import (
     ChunkRecord,
     Document,
+    DocumentNotFound,
     EmbeddingError,
     EmptyDocument,
     Hit,
     IngestResult,
     NewDocument,
     RagError,
+    StoredChunk,
     normalize_text,
 )
 from saber.rag.embedder import Embedder, Vectors
 from saber.rag.filler import FillStatus, VectorFiller, describe_failure
 from saber.rag.fusion import RRF_K, reciprocal_rank_fusion
+from saber.rag.scope import current_scope
 from saber.rag.store.base import KnowledgeStore
 
 if TYPE_CHECKING:
@@ -282,8 +285,40 @@ class RagEngine:
 
     # -- documents -------------------------------------------------------------------------------
 
-    def list_documents(self) -> list[Document]:
-        return self.store.list_documents()
+    def list_documents(self, *, hidden: Collection[str] | None = None) -> list[Document]:
+        """Every document but the ``hidden`` ones (default: those the current request's user may
+        not see, see ``saber.rag.scope``)."""
+        hidden = self._hidden(hidden)
+        docs = self.store.list_documents()
+        return [d for d in docs if d.id not in hidden] if hidden else docs
+
+    def visible_document(self, document_id: str) -> Document:
+        """``get_document``, as DocumentNotFound for a document the current request's user may not see."""
+        if document_id in self._hidden(None):
+            raise DocumentNotFound(f"no document with id {document_id!r}")
+        return self.store.get_document(document_id)
+
+    def _hidden(self, hidden: Collection[str] | None) -> Collection[str]:
+        if hidden is not None:
+            return hidden
+        scope = current_scope()
+        return self.hidden_from(scope.user_id) if scope is not None and scope.isolated else ()
+
+    # -- owners: on a server with API keys, a user sees shared documents and their own ------------
+
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        self.store.add_owner(document_id, user_id)
+
+    def owned_by(self, user_id: str) -> set[str]:
+        return self.store.owned_by(user_id)
+
+    def release(self, document_id: str, user_id: str) -> bool:
+        """Drop ``user_id``'s claim; True when no other user holds the document."""
+        return self.store.release(document_id, user_id)
+
+    def hidden_from(self, user_id: str) -> set[str]:
+        """The documents ``user_id`` may not see: owned by other users and not by them."""
+        return self.store.hidden_from(user_id)
 
     def get_document(self, document_id: str) -> Document:
         return self.store.get_document(document_id)
@@ -312,20 +347,34 @@ class RagEngine:
             self._bm25 = (changes.revision, index)
             return index
 
-    def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid") -> list[Hit]:
-        """The best ``k`` chunks for ``query``, each with its parent section and an honest score."""
+    def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid",
+               hidden: Collection[str] | None = None) -> list[Hit]:
+        """The best ``k`` chunks for ``query``, each with its parent section and an honest score.
+        Chunks of the ``hidden`` documents (default: those the current request's user may not see)
+        are left out before ranking, and the search goes deeper until enough others are found."""
         if not query.strip() or k <= 0:
             return []
+        hidden = self._hidden(hidden)
         from saber.rag.keyword import tokenize
 
-        depth = max(self.candidates, k)
-        keyword: list[tuple[int, float]] = []
-        vector: list[tuple[int, float]] = []
-        if mode in ("hybrid", "keyword"):
-            keyword = self._keyword_index().search(tokenize(query), depth)
+        tokens = tokenize(query) if mode in ("hybrid", "keyword") else []
+        query_vector: Vectors | None = None
         if mode in ("hybrid", "vector") and self.loaded:
             self._ensure_embedding()
-            vector = self.store.vector_search(self.embedder.embed_query(query), depth)
+            query_vector = self.embedder.embed_query(query)
+        depth = max(self.candidates, k)
+        while True:
+            keyword = self._keyword_index().search(tokens, depth) if tokens else []
+            vector = self.store.vector_search(query_vector, depth) if query_vector is not None else []
+            chunks: dict[int, StoredChunk] | None = None
+            if not hidden:
+                break
+            chunks = self.store.get_chunks(list({c for c, _ in keyword} | {c for c, _ in vector}))
+            exhausted = len(keyword) < depth and len(vector) < depth
+            keyword, vector = _visible(keyword, chunks, hidden), _visible(vector, chunks, hidden)
+            if exhausted or len({c for c, _ in keyword} | {c for c, _ in vector}) >= max(self.candidates, k):
+                break
+            depth *= 4
         if mode == "keyword":
             ranked = [(cid, score, "bm25") for cid, score in keyword]
         elif mode == "vector":
@@ -334,14 +383,16 @@ class RagEngine:
             fused = reciprocal_rank_fusion([[c for c, _ in keyword], [c for c, _ in vector]], k=RRF_K)
             ranked = [(cid, score, "rrf") for cid, score in fused]
         details = _details(keyword, vector)
-        limit = depth if self.reranker is not None else k
-        hits = self._hits(ranked[:limit], details)
+        limit = max(self.candidates, k) if self.reranker is not None else k
+        hits = self._hits(ranked[:limit], details, chunks)
         if self.reranker is not None and hits:
             hits = self._rerank(query, hits)
         return hits[:k]
 
-    def _hits(self, ranked: Sequence[tuple[int, float, str]], details: dict[int, dict[str, float]]) -> list[Hit]:
-        chunks = self.store.get_chunks([cid for cid, _, _ in ranked])
+    def _hits(self, ranked: Sequence[tuple[int, float, str]], details: dict[int, dict[str, float]],
+              chunks: dict[int, StoredChunk] | None = None) -> list[Hit]:
+        if chunks is None:
+            chunks = self.store.get_chunks([cid for cid, _, _ in ranked])
         hits: list[Hit] = []
         for cid, score, kind in ranked:
             c = chunks.get(cid)
@@ -425,3 +476,8 @@ def format_passages(q: str, hits: Sequence[Hit]) -> str:
         where = f" — {h.source}" if h.source and h.source != h.title else ""
         lines.append(f"\n[{n}] {h.title}{where}\n{h.context.strip()}")
     return "\n".join(lines)
+
+
+def _visible(ranked: list[tuple[int, float]], chunks: Mapping[int, StoredChunk],
+             hidden: Collection[str]) -> list[tuple[int, float]]:
+    return [(cid, score) for cid, score in ranked if (c := chunks.get(cid)) is not None and c.document_id not in hidden]

@@ -17,6 +17,7 @@ from saber.events import RagResult, emit
 from saber.graph.idempotency import idempotency_key
 from saber.rag.documents import Document, DocumentNotFound, EmbeddingError, RagError
 from saber.rag.engine import RagEngine
+from saber.rag.scope import current_scope
 from saber.tools import Tool, ToolError
 
 EMPTY_MESSAGE = "the knowledge base is empty: upload documents first"
@@ -36,6 +37,13 @@ def _written_by_this_call(engine: RagEngine, args: dict[str, Any]) -> tuple[str,
         return source, None
     return source, {"document_id": done.id, "status": "unchanged", "version": done.version, "indexed": done.indexed,
                     "chunks": done.chunk_count, **_progress(done), "idempotency_key": key}
+
+
+def _owned_by_requester(engine: RagEngine, document_id: str) -> None:
+    """A document the agent wrote for a user is theirs (on a server with API keys, theirs alone)."""
+    scope = current_scope()
+    if scope is not None:
+        engine.add_owner(document_id, scope.user_id)
 
 
 def _progress(doc: Document) -> dict[str, Any]:
@@ -75,6 +83,7 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
         except RagError as exc:
             raise ToolError(f"write_document: {exc}") from None
         d = result.document
+        _owned_by_requester(engine, d.id)
         return {"document_id": d.id, "status": result.status, "version": d.version, "indexed": d.indexed,
                 "chunks": d.chunk_count, **_progress(d)}
 
@@ -83,12 +92,13 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
 
     def read_document(args: dict[str, Any]) -> dict[str, Any]:
         try:
-            return engine.get_document(str(args["document_id"])).to_dict(with_content=True)
+            return engine.visible_document(str(args["document_id"])).to_dict(with_content=True)
         except DocumentNotFound as exc:
             raise ToolError(f"read_document: {exc}") from None
 
     def ingest_document(args: dict[str, Any]) -> dict[str, Any]:
         try:
+            engine.visible_document(str(args["document_id"]))
             result = engine.index_document(str(args["document_id"]), wait=False)
         except EmbeddingError as exc:
             raise ToolError(f"ingest_document: {exc}", retryable=exc.retryable) from None
@@ -101,8 +111,8 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
     return [
         Tool.from_json_schema(
             "rag_search",
-            "Search the user's private knowledge base (uploaded documents and saved reports) and return "
-            "the most relevant passages with their sources.",
+            "Search the user's knowledge base (their uploaded documents and saved reports, and shared "
+            "documents) and return the most relevant passages with their sources.",
             {"properties": {"query": {**string, "description": "what to look for, in the user's words"},
                             "k": {"type": "integer", "description": "passages to return", "default": 5,
                                   "minimum": 1, "maximum": 20}},

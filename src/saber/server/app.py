@@ -17,7 +17,7 @@ from saber.config import Settings
 from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
 from saber.server.middleware import RequestContext
-from saber.server.owners import DocumentOwners
+from saber.server.owners import move_legacy_owners
 from saber.server.routes import approvals, chat, documents, mcp, memory, openai, status, tasks
 from saber.server.routes.documents import MAX_FILES
 from saber.server.runs import RunManager
@@ -45,7 +45,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
         await built.start()  # MCP servers connect now (bounded by mcp_startup_timeout), not on the first request
         if built.services.knowledge is not None:  # embeds chunks an earlier process left without vectors
             await asyncio.to_thread(built.services.knowledge.fill_in_background)
-        owners = await asyncio.to_thread(DocumentOwners, settings.home / "server.db")
+            await asyncio.to_thread(move_legacy_owners, settings.home / "server.db", built.services.knowledge)
         try:
             cluster = await start_cluster(built, settings, with_worker=app.state.with_worker)
         except Exception as exc:
@@ -53,7 +53,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
             raise
         runs = cluster.runs if cluster is not None else RunManager(
             built, max_running_per_user=settings.server_max_running_per_user, keep_finished=settings.server_keep_finished)
-        app.state.agent, app.state.runs, app.state.owners = built, runs, owners
+        app.state.agent, app.state.runs = built, runs
         try:
             yield
         finally:
@@ -62,7 +62,6 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
                 await cluster.stop()
             if agent is None:
                 await built.aclose()
-            owners.close()
             app.state.agent = None
             await asyncio.to_thread(tracing.flush)
 

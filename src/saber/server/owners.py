@@ -1,49 +1,34 @@
-"""Which user uploaded which knowledge-base document, so each user lists and deletes only their own.
-
-The knowledge base itself is one per server (the agent's ``rag_search`` reads all of it); this
-small table beside it (``server.db`` under SABER_HOME) scopes the document API per user.
-"""
+"""Document owners kept by earlier versions in the API node's own ``server.db``: moved into the
+knowledge base's ``rag_owners`` table at start (where every API node and worker sees them), once."""
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import sqlite3
-import threading
 from pathlib import Path
 
+from saber.rag.engine import RagEngine
 
-class DocumentOwners:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS document_owners (document_id TEXT NOT NULL, user_id TEXT NOT NULL,"
-                         " PRIMARY KEY (document_id, user_id))")
-        self._lock = threading.Lock()
+log = logging.getLogger(__name__)
 
-    def _run(self, sql: str, args: tuple[str, ...]) -> list[tuple[str, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
 
-    async def add(self, document_id: str, user_id: str) -> None:
-        await asyncio.to_thread(self._run, "INSERT OR IGNORE INTO document_owners VALUES (?, ?)", (document_id, user_id))
-
-    async def owned(self, user_id: str) -> set[str]:
-        rows = await asyncio.to_thread(self._run, "SELECT document_id FROM document_owners WHERE user_id = ?", (user_id,))
-        return {r[0] for r in rows}
-
-    async def owns(self, document_id: str, user_id: str) -> bool:
-        rows = await asyncio.to_thread(self._run, "SELECT 1 FROM document_owners WHERE document_id = ? AND user_id = ?",
-                                       (document_id, user_id))
-        return bool(rows)
-
-    async def release(self, document_id: str, user_id: str) -> bool:
-        """Drop this user's claim; True when nobody else holds the document (it may be deleted)."""
-        await asyncio.to_thread(self._run, "DELETE FROM document_owners WHERE document_id = ? AND user_id = ?",
-                                (document_id, user_id))
-        rows = await asyncio.to_thread(self._run, "SELECT 1 FROM document_owners WHERE document_id = ?", (document_id,))
-        return not rows
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+def move_legacy_owners(path: Path, engine: RagEngine) -> int:
+    """Copy the ``document_owners`` rows of ``path`` (if any) into the knowledge base, then drop that
+    table; returns how many rows were moved. Run off the event loop."""
+    if not path.is_file():
+        return 0
+    db = sqlite3.connect(str(path))
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_owners'").fetchone() is None:
+            return 0
+        rows = db.execute("SELECT document_id, user_id FROM document_owners").fetchall()
+        known = {d.id for d in engine.list_documents(hidden=())}
+        for document_id, user_id in rows:
+            if document_id in known:
+                engine.add_owner(str(document_id), str(user_id))
+        with db:
+            db.execute("DROP TABLE document_owners")
+    finally:
+        db.close()
+    log.info("moved %d document owner(s) from %s into the knowledge base", len(rows), path)
+    return len(rows)

@@ -132,3 +132,19 @@ def test_two_connections_set_up_a_fresh_store_at_once(store_factory: StoreFactor
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_owners_scope_what_each_user_sees(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    store.ensure_embedding("test", 8)
+    a = store.save_document(NewDocument(title="A", source="a.md", doc_type="md", content="a"), ["a"], _records(1),
+                            _vectors(1)).document.id
+    b = store.save_document(NewDocument(title="B", source="b.md", doc_type="md", content="b"), ["b"], _records(1),
+                            _vectors(1, seed=1)).document.id
+    store.add_owner(a, "alice")
+    store.add_owner(a, "alice")
+    assert store.owned_by("alice") == {a} and store.hidden_from("bob") == {a} and store.hidden_from("alice") == set()
+    store.add_owner(a, "bob")
+    assert store.hidden_from("bob") == set() and store.release(a, "bob") is False and store.release(a, "alice") is True
+    store.add_owner(b, "bob")
+    assert store.delete_document(b) and store.owned_by("bob") == set()

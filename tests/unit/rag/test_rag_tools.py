@@ -148,3 +148,52 @@ async def test_write_document_returns_keyword_searchable_and_its_vectors_follow(
     assert engine._filler is not None and await asyncio.to_thread(engine._filler.wait_idle, 30)
     read = await tools["read_document"].run({"document_id": out["document_id"]})
     assert read["search"] == "hybrid" and read["embedded_chunks"] == read["chunk_count"] == out["chunks"]
+
+
+async def test_in_an_isolated_scope_a_user_sees_shared_documents_and_their_own(engine: RagEngine) -> None:
+    from saber.rag.scope import knowledge_scope
+
+    shared = engine.ingest_text("Handbook", "Tea is served at four in the common room.").document.id
+    tools = _tools(engine)
+    with knowledge_scope("alice", isolated=True):
+        mine = (await tools["write_document"].run({"title": "Alice notes", "content_md": "Alice takes green tea at four."}))
+    alice = mine["document_id"]
+    assert engine.owned_by("alice") == {alice}
+    with knowledge_scope("bob", isolated=True):
+        listed = {d["id"] for d in await tools["list_documents"].run({})}
+        answer = await tools["rag_search"].run({"query": "tea at four"})
+        with pytest.raises(ToolError, match="no document with id"):
+            await tools["read_document"].run({"document_id": alice})
+        with pytest.raises(ToolError, match="no document with id"):
+            await tools["ingest_document"].run({"document_id": alice})
+    assert listed == {shared} and "Alice" not in answer and "common room" in answer
+    with knowledge_scope("alice", isolated=True):
+        assert {d["id"] for d in await tools["list_documents"].run({})} == {shared, alice}
+        assert (await tools["read_document"].run({"document_id": alice}))["title"] == "Alice notes"
+    with knowledge_scope("bob", isolated=False):  # no API keys: one local user, everything shared
+        assert {d["id"] for d in await tools["list_documents"].run({})} == {shared, alice}
+
+
+def test_a_search_goes_deeper_past_hidden_documents(engine: RagEngine) -> None:
+    engine.candidates = 5
+    hidden = {engine.ingest_text(f"Other {i}", f"Lantern festival notes number {i}: lanterns, lanterns.").document.id
+              for i in range(12)}
+    visible = engine.ingest_text("Mine", "One line about a lantern among other things.").document.id
+    hits = engine.search("lantern festival lanterns", 3, hidden=hidden)
+    assert [h.document_id for h in hits] == [visible]
+    assert len(engine.search("lantern festival lanterns", 3, hidden=set())) == 3
+    assert {d.id for d in engine.list_documents(hidden=hidden)} == {visible}
+
+
+def test_owners_are_released_and_dropped_with_their_document(engine: RagEngine) -> None:
+    doc = engine.ingest_text("Shared by two", "Both uploaded this very text.").document.id
+    engine.add_owner(doc, "alice")
+    engine.add_owner(doc, "alice")  # again: no error, no second row
+    engine.add_owner(doc, "bob")
+    assert engine.hidden_from("carol") == {doc} and engine.hidden_from("bob") == set()
+    assert engine.release(doc, "alice") is False  # bob still holds it
+    assert engine.hidden_from("alice") == {doc}
+    assert engine.release(doc, "bob") is True
+    engine.add_owner(doc, "bob")
+    assert engine.delete_document(doc)
+    assert engine.owned_by("bob") == set() and engine.hidden_from("carol") == set()

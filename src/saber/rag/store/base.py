@@ -74,7 +74,21 @@ class KnowledgeStore(Protocol):
     def list_documents(self) -> list[Document]: ...
 
     def delete_document(self, document_id: str) -> bool:
-        """Remove the document, its versions, sections and chunks; False if there was none."""
+        """Remove the document, its versions, sections, chunks and owners; False if there was none."""
+        ...
+
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        """Record that the document is ``user_id``'s (uploaded by them, or written by the agent for them)."""
+        ...
+
+    def owned_by(self, user_id: str) -> set[str]: ...
+
+    def release(self, document_id: str, user_id: str) -> bool:
+        """Drop ``user_id``'s claim; True when no other user holds the document."""
+        ...
+
+    def hidden_from(self, user_id: str) -> set[str]:
+        """Documents other users own and ``user_id`` does not (documents nobody owns are shared)."""
         ...
 
     def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:

@@ -264,8 +264,35 @@ class SqlStore(ABC):
                 return False
             self._clear_chunks(cur, document_id, rev)
             self._exec(cur, "DELETE FROM rag_document_versions WHERE document_id = ?", (document_id,))
+            self._exec(cur, "DELETE FROM rag_owners WHERE document_id = ?", (document_id,))
             self._exec(cur, "DELETE FROM rag_documents WHERE id = ?", (document_id,))
             return True
+
+    # -- owners ----------------------------------------------------------------------------------
+
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        with self._cursor(write=True) as cur:
+            self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (document_id, user_id))
+
+    def owned_by(self, user_id: str) -> set[str]:
+        with self._cursor() as cur:
+            rows = self._exec(cur, "SELECT document_id FROM rag_owners WHERE user_id = ?", (user_id,)).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def release(self, document_id: str, user_id: str) -> bool:
+        """Drop ``user_id``'s claim on the document; True when no other user holds it (it may go)."""
+        with self._cursor(write=True) as cur:
+            self._exec(cur, "DELETE FROM rag_owners WHERE document_id = ? AND user_id = ?", (document_id, user_id))
+            left = self._exec(cur, "SELECT 1 FROM rag_owners WHERE document_id = ? LIMIT 1", (document_id,)).fetchone()
+        return left is None
+
+    def hidden_from(self, user_id: str) -> set[str]:
+        """Documents other users own and ``user_id`` does not (documents nobody owns are shared)."""
+        with self._cursor() as cur:
+            rows = self._exec(cur, "SELECT DISTINCT document_id FROM rag_owners WHERE document_id NOT IN "
+                                   "(SELECT document_id FROM rag_owners WHERE user_id = ?)", (user_id,)).fetchall()
+        return {str(r[0]) for r in rows}
 
     def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:
         with self._cursor() as cur:

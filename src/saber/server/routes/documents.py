@@ -22,7 +22,6 @@ from saber.rag.engine import RagEngine
 from saber.rag.filler import FillStatus
 from saber.server.deps import AgentDep, SettingsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
-from saber.server.owners import DocumentOwners
 from saber.server.schemas import DeletedResponse, DocumentDetail, DocumentOut, VectorFill
 
 router = APIRouter(prefix="/api/documents", tags=["documents"], responses=ERROR_RESPONSES)
@@ -50,11 +49,6 @@ def _engine(agent: AgentDep) -> RagEngine:
     if engine is None:
         raise ApiError(503, "unavailable", "this agent has no knowledge base")
     return engine
-
-
-def _owners(request: Request) -> DocumentOwners:
-    owners: DocumentOwners = request.app.state.owners
-    return owners
 
 
 def _safe_name(name: str | None) -> str:
@@ -103,25 +97,25 @@ async def upload(files: Annotated[list[UploadFile], File(description="One or mor
         except RagError as exc:
             shutil.rmtree(folder, ignore_errors=True)
             raise ApiError(422, "invalid_document", str(exc)) from None
-        await _owners(request).add(result.document.id, user)
+        await asyncio.to_thread(engine.add_owner, result.document.id, user)
         out.append(_out(result.document, result.status, await _fill_status(engine, [result.document])))
     return out
 
 
 @router.get("", response_model=list[DocumentOut], summary="The caller's documents")
 async def list_documents(request: Request, agent: AgentDep, user: UserDep) -> list[DocumentOut]:
-    mine = await _owners(request).owned(user)
     engine = _engine(agent)
-    docs = [d for d in await asyncio.to_thread(engine.list_documents) if d.id in mine]
+    mine = await asyncio.to_thread(engine.owned_by, user)
+    docs = [d for d in await asyncio.to_thread(engine.list_documents, hidden=()) if d.id in mine]
     fill = await _fill_status(engine, docs)
     return [_out(d, fill=fill) for d in docs]
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, summary="One of the caller's documents, with its text")
-async def get_document(document_id: str, request: Request, agent: AgentDep, user: UserDep) -> DocumentDetail:
-    if not await _owners(request).owns(document_id, user):
-        raise not_found(f"document {document_id!r}")
+async def get_document(document_id: str, agent: AgentDep, user: UserDep) -> DocumentDetail:
     engine = _engine(agent)
+    if document_id not in await asyncio.to_thread(engine.owned_by, user):
+        raise not_found(f"document {document_id!r}")
     try:
         doc = await asyncio.to_thread(engine.get_document, document_id)
     except RagError:
@@ -130,10 +124,10 @@ async def get_document(document_id: str, request: Request, agent: AgentDep, user
 
 
 @router.delete("/{document_id}", response_model=DeletedResponse, summary="Delete one of the caller's documents")
-async def delete_document(document_id: str, request: Request, agent: AgentDep, user: UserDep) -> DeletedResponse:
-    owners = _owners(request)
-    if not await owners.owns(document_id, user):
+async def delete_document(document_id: str, agent: AgentDep, user: UserDep) -> DeletedResponse:
+    engine = _engine(agent)
+    if document_id not in await asyncio.to_thread(engine.owned_by, user):
         raise not_found(f"document {document_id!r}")
-    if await owners.release(document_id, user):
-        await asyncio.to_thread(_engine(agent).delete_document, document_id)
+    if await asyncio.to_thread(engine.release, document_id, user):
+        await asyncio.to_thread(engine.delete_document, document_id)
     return DeletedResponse(deleted=True)

@@ -1,0 +1,77 @@
+"""A server with API keys: each user's searches, listings and reads see the shared documents
+(``saber ingest``) and their own, never another user's; what the agent writes for a user is theirs."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from server_helpers import LiveServer
+
+ALICE = {"Authorization": "Bearer key-alice"}
+BOB = {"Authorization": "Bearer key-bob"}
+
+
+def upload(live: LiveServer, headers: dict[str, str], name: str, text: str) -> str:
+    r = httpx.post(live.url + "/api/documents", headers=headers, files={"files": (name, text.encode(), "text/markdown")},
+                   timeout=60)
+    assert r.status_code == 201, r.text
+    return str(r.json()[0]["id"])
+
+
+def rag(live: LiveServer, headers: dict[str, str], message: str) -> dict[str, Any]:
+    r = httpx.post(live.url + "/api/chat", headers=headers, json={"message": message, "mode": "rag"}, timeout=60)
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def found(body: dict[str, Any]) -> set[str]:
+    return {hit["document_id"] for e in body["events"] if e["type"] == "rag_result" for hit in e["data"]["hits"]}
+
+
+def test_one_users_documents_never_reach_another_users_search(serve: Callable[..., LiveServer]) -> None:
+    live = serve(keys=True, model=False)
+    zebras = upload(live, ALICE, "zebras.md", "# Zebra feeding\n\nThe zebras in the north paddock are fed at 7 am.\n")
+    otters = upload(live, BOB, "otters.md", "# Otter feeding\n\nThe otters by the north pond are fed at 9 am.\n")
+    engine = live.agent.services.knowledge
+    assert engine is not None
+    shared = engine.ingest_text("Feeding handbook", "Every animal in the north enclosures is fed twice a day.",
+                                source="handbook.md", wait=True).document.id
+
+    for_bob = rag(live, BOB, "when are the animals in the north fed?")
+    assert zebras not in found(for_bob) and "paddock" not in for_bob["answer"]
+    assert {otters, shared} <= found(for_bob)
+    for_alice = rag(live, ALICE, "when are the animals in the north fed?")
+    assert otters not in found(for_alice) and {zebras, shared} <= found(for_alice)
+
+    assert [d["id"] for d in httpx.get(live.url + "/api/documents", headers=BOB).json()] == [otters]
+    assert httpx.get(f"{live.url}/api/documents/{zebras}", headers=BOB).status_code == 404
+    assert httpx.delete(f"{live.url}/api/documents/{zebras}", headers=BOB).status_code == 404
+    assert httpx.delete(f"{live.url}/api/documents/{otters}", headers=BOB).json() == {"deleted": True}
+    assert otters not in {d.id for d in engine.list_documents(hidden=())}
+
+
+def test_owners_kept_by_an_earlier_version_in_server_db_are_moved_into_the_knowledge_base(
+        serve: Callable[..., LiveServer], tmp_path: Any) -> None:
+    home = tmp_path / "legacy"
+    first = serve(keys=True, model=False, home=home)
+    engine = first.agent.services.knowledge
+    assert engine is not None
+    doc = engine.ingest_text("Old upload", "Uploaded before owners moved.", source="old.md", wait=True).document.id
+    first.stop()
+    db = sqlite3.connect(str(home / "server.db"))
+    with db:
+        db.execute("CREATE TABLE document_owners (document_id TEXT NOT NULL, user_id TEXT NOT NULL,"
+                   " PRIMARY KEY (document_id, user_id))")
+        db.execute("INSERT INTO document_owners VALUES (?, 'alice')", (doc,))
+    db.close()
+
+    live = serve(keys=True, model=False, home=home)
+    assert [d["id"] for d in httpx.get(live.url + "/api/documents", headers=ALICE).json()] == [doc]
+    assert httpx.get(live.url + "/api/documents", headers=BOB).json() == []
+    db = sqlite3.connect(str(home / "server.db"))
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'document_owners'").fetchall() == []
+    db.close()
