@@ -9,6 +9,10 @@ opens one per request):
   nowhere in the query, the conversation, the user's preferences or an upstream result was copied
   from the example. The rule planner's value for that parameter replaces it; without one the node
   is dropped. Either way a warning says so.
+- **another place** (tool mode's single call only): a place argument (``city``, ``timezone``…)
+  that is a known place the query does not name in any form, when the query names places, is
+  replaced by the rule planner's value (a tiny model answered ``get_time("Asia/Tokyo")`` for New
+  York). A plan may add places the query implies, so plans are not checked this way.
 - **coverage**: an entity the query names (a city…) that the rule planner would call a tool for,
   and that no node of the plan mentions (in any argument of any tool), gets the rule planner's
   node, with a warning.
@@ -25,15 +29,20 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saber.graph.node import Node
 from saber.tools.base import Tool
+
+if TYPE_CHECKING:
+    from saber.tools.builtin.places import Place
 
 COPIED = "copied example"
 """Words every copied-example warning contains (for counting them)."""
 ADDED = "not in the plan"
 """Words every coverage warning contains."""
+ELSEWHERE = "a place the request does not name"
+"""Words every warning about an argument naming another place contains."""
 
 _STRUCTURAL = {"id", "type", "tool", "agent", "depends_on", "race_group"}
 
@@ -66,6 +75,22 @@ class GroundingContext:
         """Everything the request itself says, folded, one searchable text."""
         parts = [self.query, *self.conversation, *(str(v) for v in self.preferences.values())]
         return _fold("\n".join(parts))
+
+    @cached_property
+    def named_places(self) -> list[str]:
+        """The places the query names, as written."""
+        from saber.tools.builtin.mentions import place_mentions
+
+        return place_mentions(self.query)
+
+    @cached_property
+    def named_resolved(self) -> list[Place] | None:
+        """The places the query names, resolved offline; None when one of them is not known offline
+        (a country, a small town): then nothing can be said of another place."""
+        from saber.tools.builtin.places import resolve_offline
+
+        places = [resolve_offline(name) for name in self.named_places]
+        return None if any(p is None for p in places) else [p for p in places if p is not None]
 
     @cached_property
     def rule_nodes(self) -> list[Node]:
@@ -102,7 +127,8 @@ def current_grounding() -> GroundingContext | None:
 
 
 def ground_nodes(nodes: list[Node], *, existing: Mapping[str, Node] | None = None, new_plan: bool = True,
-                 context: GroundingContext | None = None) -> tuple[list[Node], list[str], dict[str, str]]:
+                 context: GroundingContext | None = None,
+                 places: bool = False) -> tuple[list[Node], list[str], dict[str, str]]:
     """``nodes`` with copied example values repaired or dropped and, for a ``new_plan``, the rule
     nodes of entities it ignores added. Returns (nodes, warnings, dropped id → why); unchanged
     when no grounding context is active."""
@@ -114,7 +140,7 @@ def ground_nodes(nodes: list[Node], *, existing: Mapping[str, Node] | None = Non
     upstream = _fold("\n".join(_text(n.result) for n in (existing or {}).values() if n.result is not None))
     out: list[Node] = []
     for node in nodes:
-        fixed, why = _ground_node(node, context, upstream, out, warnings)
+        fixed, why = _ground_node(node, context, upstream, out, warnings, places=places)
         if fixed is None:
             dropped[node.id] = why
             warnings.append(f"{node.id} dropped: {why}")
@@ -128,12 +154,12 @@ def ground_nodes(nodes: list[Node], *, existing: Mapping[str, Node] | None = Non
 
 def ground_call(node: Node, context: GroundingContext) -> tuple[Node | None, list[str]]:
     """One model-chosen tool call (tool mode): repaired, or None when a copied value has no repair."""
-    nodes, warnings, _ = ground_nodes([node], new_plan=False, context=context)
+    nodes, warnings, _ = ground_nodes([node], new_plan=False, context=context, places=True)
     return (nodes[0] if nodes else None), warnings
 
 
 def _ground_node(node: Node, context: GroundingContext, upstream: str, kept: Sequence[Node],
-                 warnings: list[str]) -> tuple[Node | None, str]:
+                 warnings: list[str], *, places: bool) -> tuple[Node | None, str]:
     if node.type != "tool" or not node.params:
         return node, ""
     params = dict(node.params)
@@ -146,7 +172,52 @@ def _ground_node(node: Node, context: GroundingContext, upstream: str, kept: Seq
         params[key] = repair
         warnings.append(f"{node.id} {node.tool}: {key}={value!r} is a {COPIED} from the planner prompt; "
                         f"the rules' {repair!r} used instead")
+    for key, value in list(params.items()) if places else ():
+        clock = key in ("timezone", "tz") or (node.tool or "") == "get_time"
+        if key not in _PLACE_KEYS or not _elsewhere(value, context, upstream, clock=clock):
+            continue
+        named = ", ".join(context.named_places)
+        repair = _rule_value(node.tool or "", key, context, kept)
+        if repair is None:
+            return None, f"{node.tool} {key}={value!r} is {ELSEWHERE} (it names {named}), and the rules give no value"
+        params[key] = repair
+        warnings.append(f"{node.id} {node.tool}: {key}={value!r} is {ELSEWHERE} (it names {named}); "
+                        f"the rules' {repair!r} used instead")
     return (replace(node, params=params) if params != node.params else node), ""
+
+
+def _elsewhere(value: Any, context: GroundingContext, upstream: str, *, clock: bool) -> bool:
+    """``value`` is a known place, the query names places, and ``value`` is none of them in any form
+    (a city, its other names or its time zone) nor anything the request or an upstream result says.
+    A place is left alone when the query names none or one not known offline: the model may infer
+    it ("the capital of Japan" → Asia/Tokyo); an unknown name is left for the tool to refuse."""
+    named = context.named_resolved
+    if not isinstance(value, str) or not context.named_places or named is None:
+        return False
+    from saber.tools.builtin.places import resolve_offline
+
+    place = resolve_offline(value)
+    if place is None or any(alias in context.sources or alias in upstream for alias in _aliases(value)):
+        return False
+    if clock:  # a time: any name of the same clock will do
+        zone = place.timezone
+        return zone is not None and not any(p.timezone is not None and _same_clock(zone, p.timezone) for p in named)
+    return _fold(place.name) not in {_fold(p.name) for p in named}
+
+
+def _same_clock(a: str, b: str) -> bool:
+    """Two zone names that keep the same time in winter and in summer ("Japan" and "Asia/Tokyo")."""
+    if a == b:
+        return True
+    from datetime import datetime
+
+    from saber.tools.builtin.places import zone_info
+
+    return all(datetime(2026, month, 15, 12, tzinfo=zone_info(a)).utcoffset()
+               == datetime(2026, month, 15, 12, tzinfo=zone_info(b)).utcoffset() for month in (1, 7))
+
+
+_PLACE_KEYS = frozenset({"timezone", "tz", "city", "location", "place"})
 
 
 def _copied(value: Any, context: GroundingContext, upstream: str) -> bool:
@@ -173,7 +244,7 @@ def _cover(nodes: list[Node], context: GroundingContext, existing: Mapping[str, 
     for rule in context.rule_nodes:
         if rule.type != "tool":
             continue
-        entities = [v for v in rule.params.values() if isinstance(v, str) and _named(v, query)]
+        entities = [v for k, v in rule.params.items() if k in _PLACE_KEYS and isinstance(v, str) and _named(v, query)]
         if not entities or any(_mentions(n, entities) for n in out):
             continue
         node_id = _free_id(taken)

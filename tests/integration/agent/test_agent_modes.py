@@ -225,3 +225,15 @@ async def test_use_rag_false_keeps_the_knowledge_base_out(make_agent: Callable[.
     agent.services.knowledge.ingest_text("Tea", "Green tea is not fermented.", source="tea.md")
     answer = await agent.ask("is green tea fermented", user_id="u1", use_rag=False)
     assert answer.mode == "chat" and not [e for e in answer.events if isinstance(e, RagResult)]
+
+
+async def test_tool_mode_runs_the_place_the_query_names_not_the_one_the_model_chose(
+        make_agent: Callable[..., Agent]) -> None:
+    args = Completion(tool_calls=(ToolCall(id="c1", name="get_time", arguments={"timezone": "Asia/Tokyo"}),))
+    model = ScriptedModel([args, "It is noon in New York."])
+    agent = make_agent(model, builtin=False, tools=[zone_time, city_weather])
+    answer = await agent.ask("What time is it in New York?", user_id="u1", mode="tool")
+    call = next(e for e in answer.events if isinstance(e, ToolCallEvent))
+    assert (call.tool_name, call.params) == ("get_time", {"timezone": "New York"})
+    plan = next(e for e in answer.events if isinstance(e, Plan))
+    assert plan.source == "grounding" and "a place the request does not name" in plan.warnings[0]

@@ -103,3 +103,46 @@ def test_a_model_chosen_tool_call_is_checked_the_same_way() -> None:
     gone, warnings = ground_call(Node(id="n1", tool="search_web", params={"query": "K8s service types"}),
                                  GroundingContext(query="hello", tools={"search_web": search_web}))
     assert gone is None and COPIED in warnings[0]
+
+
+@tool(name="get_time")
+def zone_time(timezone: str = "UTC") -> str:
+    """Time in a time zone."""
+    return timezone
+
+
+ZONE_TOOLS = {**TOOLS, "get_time": zone_time}
+
+
+@pytest.mark.parametrize(("query", "tool_name", "key", "chosen", "expected"), [
+    ("What time is it in New York?", "get_time", "timezone", "Asia/Tokyo", "New York"),
+    ("纽约现在几点", "get_time", "timezone", "Tokyo", "纽约"),
+    ("weather in Paris today", "get_weather", "city", "Berlin", "Paris"),
+])
+def test_a_model_chosen_place_the_query_does_not_name_is_replaced(query: str, tool_name: str, key: str, chosen: str,
+                                                                  expected: str) -> None:
+    fixed, warnings = ground_call(Node(id="n1", tool=tool_name, params={key: chosen}),
+                                  GroundingContext(query=query, tools=ZONE_TOOLS, example_text="[]"))
+    assert fixed is not None and fixed.params == {key: expected}
+    assert len(warnings) == 1 and "a place the request does not name" in warnings[0] and repr(chosen) in warnings[0]
+
+
+@pytest.mark.parametrize(("query", "key", "chosen"), [
+    ("What time is it in New York?", "timezone", "America/New_York"),
+    ("What time is it in New York?", "timezone", "纽约"),
+    ("纽约现在几点", "timezone", "America/New_York"),
+    ("what time is it in the capital of Japan?", "timezone", "Asia/Tokyo"),  # no place named: the model may infer
+    ("What time is it in New York?", "timezone", "Gotham"),  # not a known place: the tool says so
+])
+def test_the_same_place_in_another_form_or_an_inferred_one_is_kept(query: str, key: str, chosen: str) -> None:
+    node = Node(id="n1", tool="get_time", params={key: chosen})
+    fixed, warnings = ground_call(node, GroundingContext(query=query, tools=ZONE_TOOLS, example_text="[]"))
+    assert fixed == node and warnings == []
+
+
+def test_a_plan_may_add_places_the_query_does_not_name() -> None:
+    context = GroundingContext(query="weather in Paris and the city of the 2028 Olympics", tools=TOOLS, example_text="[]")
+    with grounding(context):
+        parsed = parse_plan(plan({"id": "n1", "tool": "get_weather", "params": {"city": "Paris"}},
+                                 {"id": "n2", "tool": "get_weather", "params": {"city": "Los Angeles"}}), TOOLS)
+    assert [n.params["city"] for n in parsed.nodes] == ["Paris", "Los Angeles"] and not parsed.warnings
