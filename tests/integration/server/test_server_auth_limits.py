@@ -15,10 +15,10 @@ from saber.testing import FakeOpenAIServer
 ALICE = {"Authorization": "Bearer key-alice"}
 
 
-def assert_error(r: httpx.Response, status: int, code: str, *names: str) -> None:
+def assert_error(r: httpx.Response, status: int, code: str, *names: str, extra: frozenset[str] = frozenset()) -> None:
     assert r.status_code == status, r.text
     body = r.json()
-    assert set(body) == {"error", "request_id"} and body["request_id"] == r.headers["x-request-id"]
+    assert set(body) == {"error", "request_id", *extra} and body["request_id"] == r.headers["x-request-id"]
     assert body["error"]["code"] == code
     for name in names:
         assert name in body["error"]["message"], body
@@ -91,9 +91,11 @@ def test_body_and_message_limits_answer_413(serve: Callable[..., LiveServer]) ->
 def test_upload_over_the_knowledge_base_limit_answers_413(serve: Callable[..., LiveServer]) -> None:
     live = serve(rag_max_file_mb=0.01)
     big = {"files": ("big.txt", b"word " * 4000, "text/plain")}
-    assert_error(httpx.post(live.url + "/api/documents", files=big), 413, "too_large", "big.txt")
+    files = frozenset({"files"})  # an upload's error carries each file's result
+    assert_error(httpx.post(live.url + "/api/documents", files=big), 413, "too_large", "big.txt", extra=files)
     odd = {"files": ("tool.exe", b"MZ", "application/octet-stream")}
-    assert_error(httpx.post(live.url + "/api/documents", files=odd), 422, "invalid_document", "unsupported file type")
+    assert_error(httpx.post(live.url + "/api/documents", files=odd), 422, "invalid_document", "unsupported file type",
+                 extra=files)
     assert httpx.get(live.url + "/api/documents").json() == []
 
 
