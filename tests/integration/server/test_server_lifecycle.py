@@ -167,6 +167,32 @@ def test_serve_refuses_a_public_address_without_keys_and_prints_new_keys() -> No
 
 
 @pytest.mark.slow
+def test_new_key_prints_lines_saber_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from saber.config import Settings
+    from saber.server.auth import KeyRing, read_keys_file
+
+    done = run_saber("serve", "--new-key", 'a b"c')
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    key = lines[0].rpartition(": ")[2]
+    config = tmp_path / "saber.toml"
+    config.write_text("[server.api_keys]\n" + lines[1].partition(":  ")[2] + "\n", encoding="utf-8")
+    monkeypatch.setenv("SABER_CONFIG", str(config))
+    assert KeyRing.from_settings(Settings.load()).user_for(key) == 'a b"c'
+    assert "keys file cannot hold this user id" in lines[2], "a keys-file line would split at the space"
+
+    done = run_saber("serve", "--new-key", "alice")
+    lines = done.stdout.splitlines()
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(lines[2].partition(":  ")[2] + "\n", encoding="utf-8")
+    assert KeyRing(read_keys_file(keys_file)).user_for(lines[0].rpartition(": ")[2]) == "alice"
+
+    done = run_saber("serve", "--new-key", " x")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "saber: error: --new-key: user_id must not start or end with spaces: ' x'"
+
+
+@pytest.mark.slow
 def test_serve_says_in_one_line_why_the_agent_cannot_start() -> None:
     (Path(os.environ["SABER_HOME"]) / "saber.db").mkdir(parents=True)  # a folder where the database file goes
     done = run_saber("serve", "--port", str(free_port()))
