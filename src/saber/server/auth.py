@@ -95,7 +95,7 @@ def _checked_user(user: str, where: str) -> str:
     return user.strip()
 
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/"})
 """Open without a key: health, the API's description, and the web page (which asks for a key itself)."""
 PUBLIC_PREFIXES = ("/static/",)
 

@@ -46,6 +46,15 @@ def test_every_route_but_health_needs_a_key(serve: Callable[..., LiveServer]) ->
     assert httpx.get(live.url + "/static/app.js").status_code == 200
 
 
+def test_no_docs_page_that_needs_a_cdn_the_schema_is_open(serve: Callable[..., LiveServer]) -> None:
+    live = serve(keys=True)
+    schema = httpx.get(live.url + "/openapi.json")
+    assert schema.status_code == 200 and "/v1/chat/completions" in schema.json()["paths"]
+    for path in ("/docs", "/redoc"):  # Swagger UI and ReDoc load their scripts from cdn.jsdelivr.net: blank offline
+        assert_error(httpx.get(live.url + path), 401, "unauthorized")
+        assert_error(httpx.get(live.url + path, headers=ALICE), 404, "not_found")
+
+
 def test_a_key_decides_the_user(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
     live = serve(keys=True)
     r = httpx.post(live.url + "/api/chat", json={"message": "hi", "user_id": "bob"}, headers=ALICE)
