@@ -64,6 +64,19 @@ def test_a_key_decides_the_user(serve: Callable[..., LiveServer], fake_llm: Fake
     assert r.json()["events"][0]["data"]["user_id"] == "alice"
 
 
+@pytest.mark.parametrize("where", ["body", "query"])
+def test_a_user_id_with_surrounding_spaces_is_refused(serve: Callable[..., LiveServer], where: str) -> None:
+    live = serve(model=False)
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        if where == "body":
+            r = client.post("/api/chat", json={"message": "what time is it in UTC", "user_id": "  x"})
+        else:
+            r = client.get("/api/memory", params={"user_id": "  x"})
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["message"] == "user_id must not start or end with spaces: '  x'"
+        assert client.get("/api/memory", params={"user_id": "x"}).json()["history"] == []
+
+
 def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., LiveServer]) -> None:
     live = serve()
     url = live.url + "/api/chat"
