@@ -66,7 +66,8 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
             await asyncio.to_thread(tracing.flush)
 
     app = FastAPI(title="Saber", version="0.1.0", lifespan=lifespan,
-                  description="Saber's agent over HTTP: REST + Server-Sent Events, and an OpenAI-compatible endpoint.")
+                  description="Saber's agent over HTTP: REST + Server-Sent Events, and an OpenAI-compatible endpoint.",
+                  docs_url=None, redoc_url=None)  # their pages load scripts from a CDN: blank offline; the schema is /openapi.json
     app.state.settings, app.state.keys, app.state.agent, app.state.startup_error = settings, keys, None, None
     app.state.with_worker = 0  # distributed mode: slots of a worker in this process (saber serve --with-worker)
     install_error_handlers(app)

@@ -17,6 +17,7 @@ from pathlib import Path
 from fastapi import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from saber.agent.validation import check_user_id
 from saber.config import ConfigError, Settings
 from saber.server.errors import ApiError, error_response
 
@@ -95,7 +96,7 @@ def _checked_user(user: str, where: str) -> str:
     return user.strip()
 
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/"})
 """Open without a key: health, the API's description, and the web page (which asks for a key itself)."""
 PUBLIC_PREFIXES = ("/static/",)
 
@@ -146,6 +147,14 @@ def caller(request: Request, asked: str | None = None) -> str:
         if asked is not None and asked != user:
             raise ApiError(403, "forbidden", "user_id cannot be chosen with an API key: the key decides the user")
         return user
-    chosen = asked.strip() if asked is not None and asked.strip() else LOCAL_USER
+    chosen = LOCAL_USER if asked is None else _asked_user(asked)
     request.scope.setdefault("state", {})["user_id"] = chosen
     return chosen
+
+
+def _asked_user(asked: str) -> str:
+    """A ``user_id`` named in local mode, checked as the agent checks it (never trimmed into another user)."""
+    try:
+        return check_user_id(asked)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None

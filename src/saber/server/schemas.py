@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from saber.server.errors import ErrorBody
+
 Mode = Literal["chat", "tool", "rag", "react"]
 
 
@@ -94,7 +96,6 @@ class DocumentOut(BaseModel):
     chunks: int = 0
     indexed: bool = False
     created_at: str | None = None
-    status: str | None = Field(None, description="On upload: added, indexed or unchanged.")
     embedded_chunks: int = Field(0, description="Chunks with their vector; the rest are keyword-searchable and "
                                                 "being embedded in the background.")
     search: str = Field("none", description="none (not indexed), keyword (vectors being filled) or hybrid.")
@@ -104,6 +105,31 @@ class DocumentOut(BaseModel):
 
 class DocumentDetail(DocumentOut):
     text: str = Field("", description="The stored text, exactly as indexed.")
+
+
+UploadStatus = Literal["added", "updated", "unchanged", "failed"]
+
+
+class UploadResult(BaseModel):
+    """What an upload did with one of its files."""
+
+    file: str = Field(description="The file's name as uploaded.")
+    status: UploadStatus = Field(description="added (a new document), updated (a new version of the caller's "
+                                             "upload of that name), unchanged (the same text is stored already) or "
+                                             "failed (see error).")
+    error: str | None = Field(default=None, description="Why the file was not stored (failed only).")
+    document: DocumentOut | None = Field(default=None, description="The stored document (null when failed).")
+
+
+class UploadResponse(BaseModel):
+    files: list[UploadResult] = Field(description="One result per uploaded file, in order.")
+
+
+class UploadFailed(ErrorBody):
+    """No file of the upload was stored: the error names each file's problem (a request that is not a
+    valid upload at all has no ``files``)."""
+
+    files: list[UploadResult] = Field(default_factory=list)
 
 
 class DeletedResponse(BaseModel):

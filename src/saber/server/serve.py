@@ -90,6 +90,32 @@ class _NoStartupTraceback(logging.Filter):
         return self.app.state.startup_error is None or not str(record.msg).startswith("Traceback")
 
 
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quoted, with quotes, backslashes and control characters escaped."""
+    escapes = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+    out = (escapes.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c) for c in text)
+    return '"' + "".join(out) + '"'
+
+
+def _print_new_key(user: str) -> None:
+    """A new key and the lines that grant it to ``user``: one for saber.toml, one for the keys file
+    when that file's format (``<user id> <hash>``, ``#`` starting a comment) can hold the user id."""
+    from saber.agent.validation import check_user_id
+    from saber.server.auth import hash_key, new_key
+
+    try:
+        check_user_id(user)
+    except ValueError as exc:
+        raise UsageError(f"--new-key: {exc}") from None
+    key = new_key()
+    typer.echo(f"key (give it to {user}; it is not stored): {key}")
+    typer.echo(f"saber.toml, under [server.api_keys]:  {toml_string(hash_key(key))} = {toml_string(user)}")
+    if any(c.isspace() or c == "#" for c in user):
+        typer.echo("(the keys file cannot hold this user id: it has a space or '#'; use saber.toml)")
+    else:
+        typer.echo(f"or a line of the keys file:  {user} {hash_key(key)}")
+
+
 def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on (loopback unless API keys are configured).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.", min=0, max=65535)] = 8000,
@@ -101,15 +127,10 @@ def serve_command(
                                              help="Distributed mode: also run a worker with N slots in this process.")] = 0,
 ) -> None:
     """Run the HTTP API (REST + SSE, and an OpenAI-compatible /v1)."""
-    from saber.server.auth import KeyRing, hash_key, new_key
+    from saber.server.auth import KeyRing
 
     if new_key_for is not None:
-        if not new_key_for.strip():
-            raise UsageError("--new-key: the user id must not be blank")
-        key = new_key()
-        typer.echo(f"key (give it to {new_key_for}; it is not stored): {key}")
-        typer.echo(f'saber.toml, under [server.api_keys]:  "{hash_key(key)}" = "{new_key_for}"')
-        typer.echo(f"or a line of the keys file:  {new_key_for} {hash_key(key)}")
+        _print_new_key(new_key_for)
         return
     from saber.config import Settings
 

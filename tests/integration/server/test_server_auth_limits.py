@@ -15,10 +15,10 @@ from saber.testing import FakeOpenAIServer
 ALICE = {"Authorization": "Bearer key-alice"}
 
 
-def assert_error(r: httpx.Response, status: int, code: str, *names: str) -> None:
+def assert_error(r: httpx.Response, status: int, code: str, *names: str, extra: frozenset[str] = frozenset()) -> None:
     assert r.status_code == status, r.text
     body = r.json()
-    assert set(body) == {"error", "request_id"} and body["request_id"] == r.headers["x-request-id"]
+    assert set(body) == {"error", "request_id", *extra} and body["request_id"] == r.headers["x-request-id"]
     assert body["error"]["code"] == code
     for name in names:
         assert name in body["error"]["message"], body
@@ -46,6 +46,15 @@ def test_every_route_but_health_needs_a_key(serve: Callable[..., LiveServer]) ->
     assert httpx.get(live.url + "/static/app.js").status_code == 200
 
 
+def test_no_docs_page_that_needs_a_cdn_the_schema_is_open(serve: Callable[..., LiveServer]) -> None:
+    live = serve(keys=True)
+    schema = httpx.get(live.url + "/openapi.json")
+    assert schema.status_code == 200 and "/v1/chat/completions" in schema.json()["paths"]
+    for path in ("/docs", "/redoc"):  # Swagger UI and ReDoc load their scripts from cdn.jsdelivr.net: blank offline
+        assert_error(httpx.get(live.url + path), 401, "unauthorized")
+        assert_error(httpx.get(live.url + path, headers=ALICE), 404, "not_found")
+
+
 def test_a_key_decides_the_user(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
     live = serve(keys=True)
     r = httpx.post(live.url + "/api/chat", json={"message": "hi", "user_id": "bob"}, headers=ALICE)
@@ -53,6 +62,19 @@ def test_a_key_decides_the_user(serve: Callable[..., LiveServer], fake_llm: Fake
     fake_llm.queue("hello alice")
     r = httpx.post(live.url + "/api/chat", json={"message": "hi", "mode": "chat"}, headers=ALICE, timeout=30)
     assert r.json()["events"][0]["data"]["user_id"] == "alice"
+
+
+@pytest.mark.parametrize("where", ["body", "query"])
+def test_a_user_id_with_surrounding_spaces_is_refused(serve: Callable[..., LiveServer], where: str) -> None:
+    live = serve(model=False)
+    with httpx.Client(base_url=live.url, timeout=60) as client:
+        if where == "body":
+            r = client.post("/api/chat", json={"message": "what time is it in UTC", "user_id": "  x"})
+        else:
+            r = client.get("/api/memory", params={"user_id": "  x"})
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["message"] == "user_id must not start or end with spaces: '  x'"
+        assert client.get("/api/memory", params={"user_id": "x"}).json()["history"] == []
 
 
 def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., LiveServer]) -> None:
@@ -91,9 +113,11 @@ def test_body_and_message_limits_answer_413(serve: Callable[..., LiveServer]) ->
 def test_upload_over_the_knowledge_base_limit_answers_413(serve: Callable[..., LiveServer]) -> None:
     live = serve(rag_max_file_mb=0.01)
     big = {"files": ("big.txt", b"word " * 4000, "text/plain")}
-    assert_error(httpx.post(live.url + "/api/documents", files=big), 413, "too_large", "big.txt")
+    files = frozenset({"files"})  # an upload's error carries each file's result
+    assert_error(httpx.post(live.url + "/api/documents", files=big), 413, "too_large", "big.txt", extra=files)
     odd = {"files": ("tool.exe", b"MZ", "application/octet-stream")}
-    assert_error(httpx.post(live.url + "/api/documents", files=odd), 422, "invalid_document", "unsupported file type")
+    assert_error(httpx.post(live.url + "/api/documents", files=odd), 422, "invalid_document", "unsupported file type",
+                 extra=files)
     assert httpx.get(live.url + "/api/documents").json() == []
 
 

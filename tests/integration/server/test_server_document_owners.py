@@ -17,8 +17,8 @@ BOB = {"Authorization": "Bearer key-bob"}
 def upload(live: LiveServer, headers: dict[str, str], name: str, text: str) -> str:
     r = httpx.post(live.url + "/api/documents", headers=headers, files={"files": (name, text.encode(), "text/markdown")},
                    timeout=60)
-    assert r.status_code == 201, r.text
-    return str(r.json()[0]["id"])
+    assert r.status_code == 200, r.text
+    return str(r.json()["files"][0]["document"]["id"])
 
 
 def rag(live: LiveServer, headers: dict[str, str], message: str) -> dict[str, Any]:

@@ -140,7 +140,7 @@ def _by_kind(body: dict[str, Any]) -> str:
 async def requests(client: httpx.AsyncClient, attempt: int) -> None:
     text = f"# Tea {attempt}\n\nGreen tea is not fermented; black tea is oxidised. 绿茶不发酵。 {attempt}".encode()
     files = {"files": (f"tea{attempt}.md", text, "text/markdown")}
-    assert (await client.post("/api/documents", files=files)).status_code == 201
+    assert (await client.post("/api/documents", files=files)).status_code == 200
     r = await client.post("/api/chat", json={"message": "what time is it in UTC", "mode": "react"})
     assert r.json()["answer"] == "It is noon."
     async with client.stream("POST", "/api/chat/stream", json={"message": "is green tea fermented", "mode": "rag"}) as s:
@@ -164,6 +164,32 @@ def test_serve_refuses_a_public_address_without_keys_and_prints_new_keys() -> No
     assert "--insecure-no-auth" in done.stderr and "Traceback" not in done.stderr
     done = run_saber("serve", "--new-key", "alice")
     assert done.returncode == 0 and "sha256:" in done.stdout and "alice" in done.stdout
+
+
+@pytest.mark.slow
+def test_new_key_prints_lines_saber_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from saber.config import Settings
+    from saber.server.auth import KeyRing, read_keys_file
+
+    done = run_saber("serve", "--new-key", 'a b"c')
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    key = lines[0].rpartition(": ")[2]
+    config = tmp_path / "saber.toml"
+    config.write_text("[server.api_keys]\n" + lines[1].partition(":  ")[2] + "\n", encoding="utf-8")
+    monkeypatch.setenv("SABER_CONFIG", str(config))
+    assert KeyRing.from_settings(Settings.load()).user_for(key) == 'a b"c'
+    assert "keys file cannot hold this user id" in lines[2], "a keys-file line would split at the space"
+
+    done = run_saber("serve", "--new-key", "alice")
+    lines = done.stdout.splitlines()
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(lines[2].partition(":  ")[2] + "\n", encoding="utf-8")
+    assert KeyRing(read_keys_file(keys_file)).user_for(lines[0].rpartition(": ")[2]) == "alice"
+
+    done = run_saber("serve", "--new-key", " x")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "saber: error: --new-key: user_id must not start or end with spaces: ' x'"
 
 
 @pytest.mark.slow

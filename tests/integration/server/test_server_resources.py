@@ -20,10 +20,12 @@ def test_documents_upload_list_read_delete_per_user(serve: Callable[..., LiveSer
         files = [("files", ("茶.md", "# 绿茶\n\n绿茶不发酵，红茶全发酵。".encode(), "text/markdown")),
                  ("files", ("notes [draft].txt", b"Cache-Control max-age sets freshness.", "text/plain"))]
         r = client.post("/api/documents", files=files, headers=ALICE)
-        assert r.status_code == 201, r.text
-        uploaded = r.json()
-        assert [d["status"] for d in uploaded] == ["created", "created"] and all(d["indexed"] for d in uploaded)
-        assert [d["source"] for d in uploaded] == ["茶.md", "notes_draft_.txt"], "the name, not a path on the server"
+        assert r.status_code == 200, r.text
+        assert [(f["file"], f["status"]) for f in r.json()["files"]] == [("茶.md", "added"), ("notes [draft].txt", "added")]
+        uploaded = [f["document"] for f in r.json()["files"]]
+        assert all(d["indexed"] for d in uploaded)
+        assert [d["source"] for d in uploaded] == ["茶.md", "notes [draft].txt"], "the name, not a path on the server"
+        assert [d["title"] for d in uploaded] == ["绿茶", "notes [draft]"], "its heading, else the name as uploaded"
         ids = sorted(d["id"] for d in uploaded)
         assert sorted(d["id"] for d in client.get("/api/documents", headers=ALICE).json()) == ids
         assert client.get("/api/documents", headers=BOB).json() == []

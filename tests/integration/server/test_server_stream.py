@@ -54,7 +54,7 @@ def test_rag_mode_event_order(serve: Callable[..., LiveServer], fake_llm: FakeOp
     fake_llm.queue("ClusterIP 只在集群内部可达 [1]。")
     live = serve()
     files = {"files": ("k8s.md", "# Service\n\nClusterIP 是默认类型，只在集群内部可达。".encode(), "text/markdown")}
-    assert httpx.post(f"{live.url}/api/documents", files=files, timeout=60).status_code == 201
+    assert httpx.post(f"{live.url}/api/documents", files=files, timeout=60).status_code == 200
     events = stream(live, {"message": "ClusterIP 可以从集群外访问吗", "mode": "rag"})
     assert collapse([k for _, k, _ in events]) == ["start", "route", "rag_result", "token", "done"]
     assert events[2][2]["hits"][0]["title"] == "Service"

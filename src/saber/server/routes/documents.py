@@ -1,5 +1,9 @@
 """The knowledge base over HTTP: upload (multipart), list, read and delete the caller's documents.
 
+An upload stores each file on its own and answers with every file's result (added, updated,
+unchanged or failed, with the error). A document is titled by its content or else by its file
+name as uploaded; the file is saved on the server under a sanitised name, which no client sees.
+
 An upload answers once its documents are keyword-searchable; their vectors are filled in the
 background (``embedded_chunks`` of ``chunks``; ``search`` turns from ``keyword`` to ``hybrid``).
 While a document's are pending, ``vectors`` says how the fill is going, and why it fails when the
@@ -16,25 +20,51 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, File, Request, UploadFile
+from fastapi.responses import JSONResponse
 
-from saber.rag.documents import Document, EmbeddingError, FileTooLarge, RagError
+from saber.rag.documents import Document, EmbeddingError, FileTooLarge, IngestResult, RagError
 from saber.rag.engine import RagEngine
 from saber.rag.filler import FillStatus
 from saber.server.deps import AgentDep, SettingsDep, UserDep
-from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
-from saber.server.schemas import DeletedResponse, DocumentDetail, DocumentOut, VectorFill
+from saber.server.errors import ERROR_RESPONSES, ApiError, ErrorDetail, not_found, request_id_of
+from saber.server.schemas import (
+    DeletedResponse,
+    DocumentDetail,
+    DocumentOut,
+    UploadFailed,
+    UploadResponse,
+    UploadResult,
+    UploadStatus,
+    VectorFill,
+)
 
 router = APIRouter(prefix="/api/documents", tags=["documents"], responses=ERROR_RESPONSES)
 
 MAX_FILES = 16
 
 
-def _out(doc: Document, status: str | None = None, fill: FillStatus | None = None) -> DocumentOut:
-    source = Path(doc.source).name if Path(doc.source).is_absolute() else doc.source  # never the server's paths
+UPLOAD_SOURCE = "upload:"
+"""An uploaded file's source is ``upload:<user id>/<file name>``: a user's upload of a name it
+uploaded before is a new version of that document, and no path on the server is ever stored."""
+
+
+def upload_source(user: str, name: str) -> str:
+    return f"{UPLOAD_SOURCE}{user}/{name}"
+
+
+def _shown_source(source: str) -> str:
+    """What a client sees of a source: an upload's file name, never a path on the server."""
+    if source.startswith(UPLOAD_SOURCE):
+        return source.rpartition("/")[2]
+    return Path(source).name if Path(source).is_absolute() else source
+
+
+def _out(doc: Document, fill: FillStatus | None = None) -> DocumentOut:
     vectors = VectorFill(**fill.to_dict()) if fill is not None and doc.search == "keyword" else None
-    return DocumentOut(id=doc.id, title=doc.title, source=source, doc_type=doc.doc_type, chunks=doc.chunk_count,
-                       indexed=doc.indexed, created_at=doc.created_at.isoformat() if doc.created_at else None,
-                       status=status, embedded_chunks=doc.embedded_count, search=doc.search, vectors=vectors)
+    return DocumentOut(id=doc.id, title=doc.title, source=_shown_source(doc.source), doc_type=doc.doc_type,
+                       chunks=doc.chunk_count, indexed=doc.indexed,
+                       created_at=doc.created_at.isoformat() if doc.created_at else None,
+                       embedded_chunks=doc.embedded_count, search=doc.search, vectors=vectors)
 
 
 async def _fill_status(engine: RagEngine, docs: list[Document]) -> FillStatus | None:
@@ -51,55 +81,112 @@ def _engine(agent: AgentDep) -> RagEngine:
     return engine
 
 
-def _safe_name(name: str | None) -> str:
-    base = Path(name or "upload.txt").name
-    return re.sub(r"[^\w.\-\u00a0-\uffff]+", "_", base)[:120] or "upload.txt"
+class _FileFailed(Exception):
+    """One file of an upload that was not stored: the answer's status and code if every file fails so."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
 
 
-async def _save(upload: UploadFile, folder: Path, limit: int) -> Path:
-    """Copy the spooled upload into ``folder`` (off the event loop), refusing it past ``limit`` bytes."""
-    target = folder / _safe_name(upload.filename)
-    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+_STATUS: dict[str, UploadStatus] = {"created": "added", "indexed": "added", "new_version": "updated",
+                                    "unchanged": "unchanged"}
+
+
+def _given_name(filename: str | None) -> str:
+    """The file's name as the user gave it, without any folder (a browser may send one, either way of slashes)."""
+    return re.split(r"[/\\]", filename or "")[-1].strip()
+
+
+def _disk_name(name: str) -> str:
+    """The name the upload is saved under: ``name`` with what a file system may mind replaced.
+    A name with nothing usable in it ("", ".", "..") is refused."""
+    safe = re.sub(r"[^\w.\-\u00a0-\uffff]+", "_", name)[:120]
+    if not safe.strip("._"):
+        raise _FileFailed(422, "invalid_document", f"{name!r}: not a usable file name")
+    return safe
+
+
+async def _save(upload: UploadFile, target: Path, name: str, limit: int) -> None:
+    """Copy the spooled upload to ``target`` (off the event loop), refusing it past ``limit`` bytes."""
+    await asyncio.to_thread(target.parent.mkdir, parents=True, exist_ok=True)
     out = await asyncio.to_thread(target.open, "wb")
     size = 0
     try:
         while chunk := await upload.read(1 << 20):
             size += len(chunk)
             if size > limit:
-                break
+                raise _FileFailed(413, "too_large", f"{name}: over the knowledge base's limit of "
+                                                    f"{limit / 1048576:g} MB per file")
             await asyncio.to_thread(out.write, chunk)
     finally:
         await asyncio.to_thread(out.close)
-    if size > limit:
-        await asyncio.to_thread(shutil.rmtree, folder, True)
-        raise ApiError(413, "too_large", f"{upload.filename}: over the knowledge base's limit of "
-                                         f"{limit / 1048576:g} MB per file")
-    return target
 
 
-@router.post("", response_model=list[DocumentOut], status_code=201, summary="Add files to the knowledge base")
+def _ingest(engine: RagEngine, path: Path, name: str, user: str) -> IngestResult:
+    """Store the saved file (blocking): titled by its content or else by ``name`` without its extension,
+    its source the upload's (never ``path``); errors name the file as the user named it."""
+    from saber.rag.loaders import load_file
+
+    try:
+        loaded = load_file(path, max_bytes=engine.max_bytes)
+        title = loaded.title if loaded.title != path.stem else Path(name).stem
+        return engine.ingest_text(title, loaded.text, source=upload_source(user, name), doc_type=loaded.doc_type,
+                                  wait=False)
+    except FileTooLarge as exc:
+        raise _FileFailed(413, "too_large", _named(str(exc), path.name, name)) from None
+    except EmbeddingError as exc:  # e.g. the embedder's vector size could not be asked: nothing was stored
+        raise _FileFailed(503, "embedder_unavailable", f"{name}: not stored: {exc}") from None
+    except RagError as exc:
+        raise _FileFailed(422, "invalid_document", _named(str(exc), path.name, name)) from None
+
+
+def _named(message: str, disk: str, name: str) -> str:
+    return name + message[len(disk):] if message.startswith(disk + ":") else message
+
+
+async def _upload_one(upload_file: UploadFile, engine: RagEngine, uploads: Path,
+                      user: str) -> tuple[UploadResult, _FileFailed | None]:
+    """Store one file; a failure leaves nothing behind and is its result, not the request's."""
+    name = _given_name(upload_file.filename)
+    try:
+        folder = uploads / uuid.uuid4().hex
+        target = folder / _disk_name(name)
+        try:
+            await _save(upload_file, target, name, engine.max_bytes)
+            result = await asyncio.to_thread(_ingest, engine, target, name, user)
+        except BaseException:
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+            raise
+    except _FileFailed as failed:
+        return UploadResult(file=name, status="failed", error=failed.message), failed
+    await asyncio.to_thread(engine.add_owner, result.document.id, user)
+    document = _out(result.document, await _fill_status(engine, [result.document]))
+    return UploadResult(file=name, status=_STATUS.get(result.status, "added"), document=document), None
+
+
+@router.post("", response_model=UploadResponse, summary="Add files to the knowledge base",
+             responses={422: {"model": UploadFailed, "description": "no file was stored: why, and each file's result"}})
 async def upload(files: Annotated[list[UploadFile], File(description="One or more files (txt, md, html, pdf, docx).")],
-                 request: Request, agent: AgentDep, settings: SettingsDep, user: UserDep) -> list[DocumentOut]:
+                 request: Request, agent: AgentDep, settings: SettingsDep, user: UserDep) -> UploadResponse | JSONResponse:
+    """Each file is stored or refused on its own: 200 with every file's result when at least one was
+    stored; when none was, the error (422, or 413 / 503 when every file failed that way) with them."""
     engine = _engine(agent)
     if len(files) > MAX_FILES:
         raise ApiError(413, "too_large", f"{len(files)} files in one upload: at most {MAX_FILES}")
-    out: list[DocumentOut] = []
+    results: list[UploadResult] = []
+    failures: list[_FileFailed] = []
     for upload_file in files:
-        folder = settings.home / "uploads" / uuid.uuid4().hex
-        path = await _save(upload_file, folder, engine.max_bytes)
-        try:
-            result = await asyncio.to_thread(engine.ingest_file, path, wait=False)
-        except FileTooLarge as exc:
-            raise ApiError(413, "too_large", str(exc)) from None
-        except EmbeddingError as exc:  # e.g. the embedder's vector size could not be asked: nothing was stored
-            shutil.rmtree(folder, ignore_errors=True)
-            raise ApiError(503, "embedder_unavailable", f"{upload_file.filename}: not stored: {exc}") from None
-        except RagError as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise ApiError(422, "invalid_document", str(exc)) from None
-        await asyncio.to_thread(engine.add_owner, result.document.id, user)
-        out.append(_out(result.document, result.status, await _fill_status(engine, [result.document])))
-    return out
+        result, failed = await _upload_one(upload_file, engine, settings.home / "uploads", user)
+        results.append(result)
+        failures += [failed] if failed is not None else []
+    if len(failures) < len(results):
+        return UploadResponse(files=results)
+    statuses = {(f.status, f.code) for f in failures}
+    status, code = statuses.pop() if len(statuses) == 1 else (422, "invalid_document")
+    body = UploadFailed(error=ErrorDetail(code=code, message="; ".join(f.message for f in failures)),
+                        request_id=request_id_of(request), files=results)
+    return JSONResponse(body.model_dump(), status_code=status)
 
 
 @router.get("", response_model=list[DocumentOut], summary="The caller's documents")
@@ -108,7 +195,7 @@ async def list_documents(request: Request, agent: AgentDep, user: UserDep) -> li
     mine = await asyncio.to_thread(engine.owned_by, user)
     docs = [d for d in await asyncio.to_thread(engine.list_documents, hidden=()) if d.id in mine]
     fill = await _fill_status(engine, docs)
-    return [_out(d, fill=fill) for d in docs]
+    return [_out(d, fill) for d in docs]
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, summary="One of the caller's documents, with its text")
@@ -120,7 +207,7 @@ async def get_document(document_id: str, agent: AgentDep, user: UserDep) -> Docu
         doc = await asyncio.to_thread(engine.get_document, document_id)
     except RagError:
         raise not_found(f"document {document_id!r}") from None
-    return DocumentDetail(**_out(doc, fill=await _fill_status(engine, [doc])).model_dump(), text=doc.content or "")
+    return DocumentDetail(**_out(doc, await _fill_status(engine, [doc])).model_dump(), text=doc.content or "")
 
 
 @router.delete("/{document_id}", response_model=DeletedResponse, summary="Delete one of the caller's documents")
