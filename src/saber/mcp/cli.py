@@ -15,6 +15,7 @@ from saber.clikit.output import UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings
+    from saber.server.auth import KeyRing
 
 mcp_app = typer.Typer(help="Connect MCP servers (their tools join Saber's) and serve Saber over MCP.",
                       no_args_is_help=True)
@@ -156,12 +157,18 @@ def test(name: Annotated[str, typer.Argument(help="The server to try.")]) -> Non
 def serve(
     http: Annotated[str | None, typer.Option("--http", help="HOST:PORT to serve streamable HTTP at /mcp (default: stdio).")] = None,
     no_mcp_tools: Annotated[bool, typer.Option("--no-mcp-tools", help="Do not pass on the tools of Saber's own MCP servers.")] = False,
+    insecure_no_auth: Annotated[bool, typer.Option("--insecure-no-auth",
+                                                   help="With --http: listen on a non-loopback address without API keys.")] = False,
 ) -> None:
-    """Serve Saber's tools and `saber_ask` to MCP hosts (Claude Desktop, Cursor, other agents)."""
+    """Serve Saber's tools and `saber_ask` to MCP hosts (Claude Desktop, Cursor, other agents).
+
+    Over --http, the API keys of `saber serve` apply: with keys, every request needs
+    `Authorization: Bearer <key>`; without, only a loopback address is served."""
     from saber.mcp.server import serve_http, serve_stdio
 
     address = _address(http) if http else None
     settings = _settings()
+    keys = _http_keys(settings, address[0], insecure_no_auth) if address is not None else None
 
     async def run() -> None:
         from saber.agent import Agent
@@ -173,13 +180,25 @@ def serve(
                 await serve_stdio(agent, include_mcp_tools=not no_mcp_tools)
             else:
                 def listening() -> None:
-                    err.print(f"saber: serving MCP at http://{address[0]}:{address[1]}/mcp", markup=False)
+                    access = "API keys" if keys is not None and keys.enabled else "local, no keys"
+                    err.print(f"saber: serving MCP at http://{address[0]}:{address[1]}/mcp ({access})", markup=False)
 
-                await serve_http(agent, address[0], address[1], include_mcp_tools=not no_mcp_tools, on_listening=listening)
+                await serve_http(agent, address[0], address[1], include_mcp_tools=not no_mcp_tools, keys=keys,
+                                 on_listening=listening)
         finally:
             await agent.aclose()
 
     asyncio.run(run())
+
+
+def _http_keys(settings: Settings, host: str, insecure_no_auth: bool) -> KeyRing:
+    """The API keys of ``saber serve``, and its rule: no keys, no address other than loopback."""
+    from saber.server.auth import KeyRing
+    from saber.server.serve import check_host
+
+    keys = KeyRing.from_settings(settings)
+    check_host(host, keys, insecure_no_auth)
+    return keys
 
 
 def _address(text: str) -> tuple[str, int]:

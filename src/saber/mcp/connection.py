@@ -6,13 +6,19 @@ same event loop go through the session it publishes. When the connection drops (
 exits, its stdout closes, an HTTP server stops answering) the task starts it again with
 exponential backoff, and the tools come back when the new session has listed them. Calls in
 flight when it drops fail at once with a retryable ``ToolError``; none hangs.
+
+Each attempt has ``startup_timeout`` seconds to answer; when they are up the connection says so at
+once (``error``, and start-up stops waiting for it), before the failed attempt is wound down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +42,18 @@ State = Literal["stopped", "starting", "ready", "restarting", "failed"]
 
 STABLE_SECONDS = 30.0
 """A connection that stayed up this long resets the failure count (and the backoff)."""
+
+
+class _QuietParseFailures(logging.Filter):
+    """The SDK logs output that is not JSON-RPC with a traceback; the connection reports it
+    itself, in one line naming the server and the output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Failed to parse JSONRPC message", "Error parsing JSON response"))
+
+
+for _sdk_logger in ("mcp.client.stdio", "mcp.client.streamable_http"):
+    logging.getLogger(_sdk_logger).addFilter(_QuietParseFailures())
 
 
 class MCPConnection:
@@ -71,6 +89,8 @@ class MCPConnection:
         self._wake = asyncio.Event()
         """Set when the session must end: lost, tools changed (re-list) or stop."""
         self._relist = False
+        self._bad_output: str | None = None
+        """What the server said that is not JSON-RPC, in this attempt (its first bytes)."""
         self._up_since: float | None = None
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
@@ -119,6 +139,12 @@ class MCPConnection:
         self.state = "stopped"
 
     async def _run(self) -> None:
+        try:
+            await self._attempts()
+        finally:
+            self._settled.set()  # nobody waits for a runner that is gone
+
+    async def _attempts(self) -> None:
         failures = 0
         while not self._stopping:
             self.state = "starting" if self.restarts == 0 and failures == 0 else "restarting"
@@ -154,7 +180,11 @@ class MCPConnection:
     async def _serve_once(self) -> None:
         """Connect, list the tools, then hold the session until it is lost or stopped."""
         self._wake.clear()
+        self._bad_output = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.startup_timeout
         with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errlog:
+            overdue = loop.call_at(deadline, self._overdue, errlog)
             try:
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(self._transport(errlog))
@@ -164,7 +194,7 @@ class MCPConnection:
                     session = await stack.enter_async_context(
                         ClientSession(inner_read, write, message_handler=self._on_message)
                     )
-                    with anyio.fail_after(self.startup_timeout):
+                    with anyio.fail_after(max(0.0, deadline - loop.time())):
                         init = await session.initialize()
                         tools = await _list_all(session)
                     self.server_name = init.server_info.name if init.server_info else None
@@ -179,16 +209,31 @@ class MCPConnection:
                         break
                     tg.cancel_scope.cancel()
             except TimeoutError:
-                raise ConnectionError(f"no answer within {self.startup_timeout:g} s{_tail(errlog)}") from None
+                raise ConnectionError(self._no_answer(errlog)) from None
             except BaseException as exc:
                 leaf = _leaf(exc)
                 if isinstance(leaf, TimeoutError):
-                    raise ConnectionError(f"no answer within {self.startup_timeout:g} s{_tail(errlog)}") from None
-                if leaf is exc or not isinstance(leaf, Exception):
+                    raise ConnectionError(self._no_answer(errlog)) from None
+                if not isinstance(leaf, Exception):
+                    raise
+                if self._bad_output is not None and self._up_since is None:
+                    raise ConnectionError(f"{self._bad_output}{_tail(errlog)}") from leaf
+                if leaf is exc:
                     raise
                 raise ConnectionError(f"{_describe(leaf)}{_tail(errlog)}") from leaf
+            finally:
+                overdue.cancel()
             if not self._stopping and self.error is None:
                 self.error = "connection lost" + _tail(errlog)
+
+    def _no_answer(self, errlog: IO[str]) -> str:
+        return (self._bad_output or f"no answer within {self.startup_timeout:g} s") + _tail(errlog)
+
+    def _overdue(self, errlog: IO[str]) -> None:
+        """The attempt's start-up time is up: say why now (the attempt still has to wind down)."""
+        if self._up_since is None and not self._stopping:
+            self.error = self._no_answer(errlog)
+            self._settled.set()
 
     def _transport(self, errlog: IO[str]) -> Any:
         c = self.config
@@ -203,12 +248,24 @@ class MCPConnection:
         try:
             async with send:
                 async for item in read:
+                    if isinstance(item, Exception):  # what the transport could not read
+                        self._unreadable(item)
+                        continue
                     await send.send(item)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             pass
         if not self._stopping:
             self.error = self.error or "the server closed the connection"
             self._lost()
+
+    def _unreadable(self, exc: Exception) -> None:
+        output = _output_of(exc)
+        if output is None:
+            log.warning("MCP server %s: %s", self.name, _describe(exc))
+            return
+        message = _not_json_rpc(output)
+        self._bad_output = self._bad_output or message
+        log.warning("MCP server %s %s", self.name, message)
 
     def _lost(self) -> None:
         """The connection is gone: no new call may use the session; the runner starts again."""
@@ -285,7 +342,7 @@ class MCPConnection:
         if exc.code == types.REQUEST_TIMEOUT:
             return ToolError(f"MCP server {self.name}: {tool} did not answer within {self.config.timeout:g} s",
                              retryable=True)
-        return ToolError(f"MCP server {self.name} refused {tool}: {exc.message}", retryable=False)
+        return ToolError(f"MCP server {self.name} refused {tool}: {_describe(exc)}", retryable=False)
 
     def status(self) -> dict[str, Any]:
         return {
@@ -332,25 +389,51 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED:
             return "the server closed the connection (did it exit?)"
-        return exc.message
+        if exc.code == types.PARSE_ERROR and exc.message.startswith("Failed to parse"):
+            # the SDK could not read an HTTP server's answer, and words it with pydantic's report
+            found = re.search(r"input_value=b?(['\"])(.*?)\1, input_type=", exc.message)
+            return _not_json_rpc(found.group(2) if found else None)
+        return " ".join(exc.message.split())
     if type(exc) is ConnectionError:  # ours, already worded
         return str(exc)
     if type(exc).__name__ == "ConnectError":  # httpx2's: the URL refused or did not resolve
         return f"cannot connect: {exc}"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
-    text = str(exc).strip()
+    text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _not_json_rpc(output: str | None) -> str:
+    return "answered with output that is not JSON-RPC" + (f": {output!r}" if output else "")
+
+
+def _output_of(exc: Exception, limit: int = 60) -> str | None:
+    """The start of an output line the SDK could not read as JSON-RPC (None for other errors)."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return None
+    value = exc.errors(include_url=False)[0].get("input")
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _tail(errlog: IO[str], limit: int = 300) -> str:
-    """The end of the server's stderr, for the error message (a server says why it exits)."""
+    """The end of the server's stderr, for the error message (a server says why it exits). Read
+    without moving the file's offset, which a running server shares as its stderr."""
     try:
-        errlog.flush()
-        errlog.seek(0)
-        text = " ".join(errlog.read()[-4000:].split())
+        fd = errlog.fileno()
+        start = max(0, os.fstat(fd).st_size - 4000)
+        if hasattr(os, "pread"):
+            raw = os.pread(fd, 4000, start)
+        else:  # Windows: no pread (the server's offset moves too; it is about to end)
+            errlog.buffer.seek(start)  # type: ignore[attr-defined]
+            raw = errlog.buffer.read()  # type: ignore[attr-defined]
     except (OSError, ValueError):
         return ""
+    text = " ".join(raw.decode("utf-8", errors="replace").split())
     if not text:
         return ""
     return f" (stderr: …{text[-limit:]})" if len(text) > limit else f" (stderr: {text})"

@@ -81,8 +81,10 @@ class MCPManager:
         return self.list()
 
     async def _wait(self, connections: list[MCPConnection]) -> None:
+        """Until each has connected or failed; a connection settles by itself when its
+        ``startup_timeout`` is up, with the reason in its status (then it keeps trying)."""
         if connections:
-            await asyncio.gather(*(c.wait_settled(self.startup_timeout) for c in connections))
+            await asyncio.gather(*(c.wait_settled(None) for c in connections))
         for c in connections:
             if c.state != "ready":
                 log.warning("MCP server %s is %s%s", c.name, c.state, f": {c.error}" if c.error else "")

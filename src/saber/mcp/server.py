@@ -4,6 +4,10 @@ is itself connected to, unless told not to) plus ``saber_ask``, which runs a who
 ``saber mcp serve`` runs it over stdio (what Claude Desktop, Cursor and most hosts start) or, with
 ``--http HOST:PORT``, over streamable HTTP at ``/mcp``. A tool's failure, bad arguments included,
 comes back as a result with ``is_error``, never as a protocol error.
+
+Over HTTP with API keys (the HTTP API's: ``[server] api_keys`` / ``server.keys_file``), every
+request needs ``Authorization: Bearer <key>`` (401 otherwise) and ``saber_ask`` runs as the key's
+user; without keys only a loopback address is served (``saber mcp serve`` checks it).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -19,6 +23,9 @@ from mcp.server.lowlevel import Server
 
 from saber.tools.base import Tool
 from saber.tools.errors import ToolError
+
+if TYPE_CHECKING:
+    from saber.server.auth import KeyRing
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +53,9 @@ def build_server(agent: Any, *, include_mcp_tools: bool = True) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         await agent.start()
         listed = [types.Tool(name=t.name, description=t.description, input_schema=t.schema) for t in exposed().values()]
+        schema = ASK_SCHEMA if _key_user(ctx) is None else _without_user(ASK_SCHEMA)
         listed.append(types.Tool(
-            name=ASK_TOOL, input_schema=ASK_SCHEMA,
+            name=ASK_TOOL, input_schema=schema,
             description="Ask Saber: it routes the request, plans and runs tools (in parallel), and answers. "
                         "The answer is the text; the task id and mode are in the structured content.",
         ))
@@ -56,7 +64,7 @@ def build_server(agent: Any, *, include_mcp_tools: bool = True) -> Server[Any]:
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         if params.name == ASK_TOOL:
-            return await _ask(agent, arguments)
+            return await _ask(agent, arguments, _key_user(ctx))
         await agent.start()
         tool = exposed().get(params.name)
         if tool is None:
@@ -74,16 +82,30 @@ def build_server(agent: Any, *, include_mcp_tools: bool = True) -> Server[Any]:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def _ask(agent: Any, arguments: dict[str, Any]) -> types.CallToolResult:
+def _key_user(ctx: ServerRequestContext[Any]) -> str | None:
+    """The user of the API key this HTTP request was let in with (``KeyGate`` put it in the
+    request's state); None over stdio or without keys."""
+    scope = getattr(ctx.request, "scope", None)
+    user = scope.get("state", {}).get("key_user") if isinstance(scope, dict) else None
+    return str(user) if user else None
+
+
+def _without_user(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "properties": {k: v for k, v in schema["properties"].items() if k != "user_id"}}
+
+
+async def _ask(agent: Any, arguments: dict[str, Any], key_user: str | None = None) -> types.CallToolResult:
     query = arguments.get("query")
     if not isinstance(query, str) or not query.strip():
         return _error("saber_ask: query: a non-empty string is required")
     mode = arguments.get("mode")
     if mode is not None and mode not in ("chat", "tool", "rag", "react"):
         return _error(f"saber_ask: mode: {mode!r} is not one of chat, tool, rag, react")
-    user_id = arguments.get("user_id") or "mcp"
+    user_id = arguments.get("user_id") or key_user or "mcp"
     if not isinstance(user_id, str):
         return _error("saber_ask: user_id: a string is required")
+    if key_user is not None and user_id != key_user:
+        return _error("saber_ask: user_id cannot be chosen with an API key: the key decides the user")
     try:
         answer = await agent.ask(query, user_id=user_id, mode=mode)
     except (ValueError, ToolError) as exc:
@@ -124,10 +146,11 @@ async def serve_stdio(agent: Any, *, include_mcp_tools: bool = True) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: bool = True,
+async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: bool = True, keys: KeyRing | None = None,
                      on_listening: Callable[[], None] | None = None) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled. The socket is bound
-    first, so a port in use is an OSError naming it (not a log line and an exit)."""
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled; with ``keys`` (not empty),
+    only to requests with one of them. The socket is bound first, so a port in use is an OSError
+    naming it (not a log line and an exit)."""
     import socket
 
     import uvicorn
@@ -140,7 +163,11 @@ async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: boo
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     server = build_server(agent, include_mcp_tools=include_mcp_tools)
-    app = server.streamable_http_app(host=host)
+    app: Any = server.streamable_http_app(host=host)
+    if keys is not None and keys.enabled:
+        from saber.server.auth import KeyGate
+
+        app = KeyGate(app, keys=keys)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if on_listening is not None:
         on_listening()

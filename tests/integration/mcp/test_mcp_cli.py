@@ -73,3 +73,42 @@ def test_mistakes_are_one_line_errors(tmp_path: Path) -> None:
     assert "unknown key(s) comand" in error and "'t'" in error
     (tmp_path / "saber.toml").write_text('[[mcp.servers]]\nname = "t"\n', encoding="utf-8")
     assert "give either command" in one_line_error(saber("mcp", "list", home=tmp_path))
+
+
+def garbage_servers(home: Path) -> None:
+    """A saber.toml with servers that answer something other than JSON-RPC, or nothing at all."""
+    servers = {
+        "echo": ["/bin/echo", "not json rpc"],  # prints garbage and exits
+        "garbage": [sys.executable, "-c", "import time; print('not json rpc', flush=True); time.sleep(600)"],
+        "long": [sys.executable, "-c", "import time; print('x' * 1000, flush=True); time.sleep(600)"],
+        "silent": [sys.executable, "-c", "import time; time.sleep(600)"],  # never answers
+    }
+    text = "[mcp]\nstartup_timeout = 3\n"
+    for name, (command, *args) in servers.items():
+        text += f"\n[[mcp.servers]]\nname = {json.dumps(name)}\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
+    (home / "saber.toml").write_text(text, encoding="utf-8")
+
+
+def test_a_server_that_answers_garbage_is_named_in_one_line(tmp_path: Path) -> None:
+    garbage_servers(tmp_path)
+    for name in ("echo", "garbage"):
+        tested = saber("mcp", "test", name, home=tmp_path)
+        assert tested.returncode == 1
+        assert one_line_error(tested).endswith("answered with output that is not JSON-RPC: 'not json rpc'")
+        assert "Failed to parse" not in tested.stderr, tested.stderr
+    long = one_line_error(saber("mcp", "test", "long", home=tmp_path))
+    assert long.endswith("answered with output that is not JSON-RPC: '" + "x" * 60 + "…'")
+    assert "no answer within 3 s" in one_line_error(saber("mcp", "test", "silent", home=tmp_path))
+
+
+def test_list_shows_why_a_server_is_not_ready_once_the_startup_timeout_is_up(tmp_path: Path) -> None:
+    garbage_servers(tmp_path)
+    listed = saber("mcp", "list", "--json", home=tmp_path)
+    assert listed.returncode == 0 and not listed.stderr.strip(), listed.stderr
+    status = {s["name"]: s for s in json.loads(listed.stdout)}
+    for name in ("echo", "garbage"):
+        assert status[name]["state"] != "ready"
+        assert status[name]["error"] == "answered with output that is not JSON-RPC: 'not json rpc'"
+    assert status["silent"]["state"] != "ready" and status["silent"]["error"] == "no answer within 3 s"
+    table = saber("mcp", "list", home=tmp_path)
+    assert table.returncode == 0 and not table.stderr.strip(), table.stderr

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,12 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_helpers import free_port, wait_listening
+
+from saber.agent.memory.sqlite_store import SQLiteMemoryStore
+from saber.config import Settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # the first test installs the servers (cached)
 
@@ -54,10 +63,11 @@ async def stdio_session(home: Path) -> AsyncIterator[ClientSession]:
         yield session
 
 
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def serving_http(home: Path, host: str) -> Iterator[str]:
+    """``saber mcp serve --http HOST:PORT`` running; the URL to reach it on loopback."""
     port = free_port()
-    proc = subprocess.Popen([*saber_command(), "mcp", "serve", "--http", f"127.0.0.1:{port}"], env=server_env(saber_home(tmp_path)),
+    proc = subprocess.Popen([*saber_command(), "mcp", "serve", "--http", f"{host}:{port}"], env=server_env(home),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_listening(port, proc)
@@ -73,9 +83,17 @@ def http_server(tmp_path: Path) -> Iterator[str]:
             proc.stderr.close()
 
 
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    with serving_http(saber_home(tmp_path), "127.0.0.1") as url:
+        yield url
+
+
 @asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+async def http_session(url: str, key: str | None = None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else None
+    async with create_mcp_http_client(headers=headers) as client, \
+            streamable_http_client(url, http_client=client) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
 
@@ -128,3 +146,53 @@ async def test_saber_passes_on_its_own_mcp_servers_tools(tmp_path: Path, time_se
         assert "get_current_time" in names
         result: Any = await session.call_tool("get_current_time", {"timezone": "Europe/Paris"})
         assert not result.is_error and result.structured_content["timezone"] == "Europe/Paris"
+
+
+def refused(url: str, headers: dict[str, str]) -> tuple[int, str]:
+    """A plain JSON-RPC POST with ``headers``: the status it gets and its WWW-Authenticate header."""
+    request = urllib.request.Request(url, data=b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}', method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answered:
+            return answered.status, ""
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("WWW-Authenticate", "")
+
+
+def test_http_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
+    done = subprocess.run([*saber_command(), "mcp", "serve", "--http", f"0.0.0.0:{free_port()}"],
+                          env=server_env(saber_home(tmp_path)), capture_output=True, text=True, timeout=120)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("saber: error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "refusing to listen on 0.0.0.0: no API keys are configured" in errors[0]
+
+
+async def test_http_with_keys_needs_one_and_runs_as_its_user(tmp_path: Path) -> None:
+    home = saber_home(tmp_path)
+    key = "sk-saber-test-alice"
+    with (home / "saber.toml").open("a", encoding="utf-8") as f:
+        f.write(f'\n[server.api_keys]\n"sha256:{hashlib.sha256(key.encode()).hexdigest()}" = "alice"\n')
+    with serving_http(home, "0.0.0.0") as url:  # a public address is served: there are keys
+        for headers in ({}, {"Authorization": "Bearer not-the-key"}):
+            assert await asyncio.to_thread(refused, url, headers) == (401, "Bearer")
+        with pytest.raises(ExceptionGroup) as no_session:
+            async with http_session(url, "not-the-key"):
+                pass
+        assert no_session.group_contains(MCPError)
+
+        async with http_session(url, key) as session:
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+            assert "user_id" not in listed["saber_ask"].input_schema["properties"]  # the key decides it
+            now = await session.call_tool("get_time", {"timezone": "Asia/Tokyo"})
+            assert not now.is_error and "Asia/Tokyo" in text_of(now)
+            asked = await session.call_tool("saber_ask", {"query": "现在东京几点"})
+            assert not asked.is_error and "Asia/Tokyo" in text_of(asked)
+            other = await session.call_tool("saber_ask", {"query": "现在东京几点", "user_id": "bob"})
+            assert other.is_error and "the key decides the user" in text_of(other)
+    history = SQLiteMemoryStore(Settings(home=home).sqlite_path)  # whose conversation saber_ask added to
+    try:
+        assert [h.content for h in history.recent_history("alice", 10) if h.role == "user"] == ["现在东京几点"]
+        assert history.recent_history("mcp", 10) == [] and history.recent_history("bob", 10) == []
+    finally:
+        history.close()
