@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Route, expect
 
-from conftest import ModelScript, wait_until
+from conftest import ModelScript, screenshot, send, wait_until
 from saber.testing.fake_openai import FakeReply
 from saber.tools import tool
 
@@ -84,20 +83,6 @@ THREE_BRANCH_PLAN = json.dumps([
     {"id": "n3", "type": "tool", "tool": "measure", "params": {"what": "the Nile"}, "depends_on": [], "race_group": None},
     {"id": "n4", "type": "tool", "tool": "summarise", "params": {"text": "$n3"}, "depends_on": ["n3"], "race_group": None},
 ])
-
-
-SCREENSHOTS = os.environ.get("SABER_SCREENSHOTS")
-"""A folder: when set, the tests also save the README's screenshots there."""
-
-
-def screenshot(page: Any, name: str) -> None:
-    if SCREENSHOTS:
-        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=False)
-
-
-def send(page: Any, text: str) -> None:
-    page.get_by_test_id("composer").fill(text)
-    page.get_by_test_id("composer").press("Enter")
 
 
 def test_tokens_stream_into_the_answer_before_it_is_finished(live: Any, page: Any, script: ModelScript) -> None:

@@ -57,14 +57,23 @@ export async function request(method, path, body) {
   return type.includes("json") ? response.json() : response.text();
 }
 
-/** POSTs (or GETs) and calls onEvent(type, data, id) for each SSE event until the stream ends. */
-export async function stream(method, path, body, onEvent, signal) {
+/** POSTs (or GETs) and calls onEvent(type, data, id) for each SSE event until the stream ends.
+ * ``lastEventId`` asks the server to replay only the events after it. A connection that drops
+ * mid-stream rejects with a StreamDropped; a stream the server closed returns normally (whether
+ * its last event was ``done`` is for the caller to check). */
+export async function stream(method, path, body, onEvent, signal, lastEventId) {
   const init = { method, headers: headers({ Accept: "text/event-stream" }), signal };
+  if (lastEventId !== undefined && lastEventId !== null) init.headers["Last-Event-ID"] = String(lastEventId);
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
   }
-  const response = await fetch(path, init);
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (err) {
+    throw err.name === "AbortError" ? err : new StreamDropped(err.message);
+  }
   if (!response.ok) throw await failure(response);
   const parser = createParser({
     onEvent(event) {
@@ -79,9 +88,37 @@ export async function stream(method, path, body, onEvent, signal) {
   });
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    parser.feed(value);
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (err) {
+      throw err.name === "AbortError" ? err : new StreamDropped(err.message);
+    }
+    if (chunk.done) break;
+    parser.feed(chunk.value);
+  }
+}
+
+/** The connection failed (no answer, or dropped mid-stream): the server may still be running the task. */
+export class StreamDropped extends Error {
+  constructor(message) {
+    super(message || "network error");
+    this.name = "StreamDropped";
+  }
+}
+
+/** A new task id (the page names its tasks, so it can cancel or follow one before the server says). */
+export function newTaskId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Cancels a task as the page goes away: a request the browser sends even while unloading. */
+export function cancelOnUnload(taskId) {
+  try {
+    fetch(`/api/tasks/${encodeURIComponent(taskId)}/cancel`, { method: "POST", headers: headers(), keepalive: true }).catch(() => {});
+  } catch {
+    /* nothing more can be done while the page unloads */
   }
 }
 

@@ -1,5 +1,5 @@
-// The knowledge base page: upload (drag and drop, several files, progress, per-file errors),
-// list, open and delete documents. An upload is keyword-searchable at once; its vectors are filled
+// The knowledge base page: upload (drag and drop, several files, progress, per-file errors, and
+// what the server did with each: added, a new version, unchanged), list, open and delete documents. An upload is keyword-searchable at once; its vectors are filled
 // in the background, so while any document's are pending (and the page is shown) the list is
 // asked again every POLL_MS and each such document shows how far its vectors are. When the server
 // says the fill is failing (doc.vectors.state "failing": the embedder or the store keeps failing),
@@ -56,7 +56,11 @@ export class KnowledgeView {
 
   async render(openId) {
     const input = h("input", { type: "file", multiple: true, hidden: true, "data-testid": "file-input",
-      onchange: (ev) => this.uploadAll([...ev.target.files]) });
+      onchange: (ev) => {
+        const files = [...ev.target.files];
+        ev.target.value = "";  // choosing the same file again is a change too
+        this.uploadAll(files);
+      } });
     this.progress = h("ul", { class: "uploads", "data-testid": "uploads" });
     const drop = h("div", {
       class: "dropzone", tabindex: 0, role: "button", "data-testid": "dropzone",
@@ -81,10 +85,12 @@ export class KnowledgeView {
       const row = h("li", { "data-file": file.name }, h("span", { class: "name" }, file.name), bar, status);
       this.progress.append(row);
       try {
-        await upload(file, (fraction) => { bar.value = fraction; });
+        const body = await upload(file, (fraction) => { bar.value = fraction; });
         bar.value = 1;
-        status.textContent = t("uploaded");
+        const said = listOf(body, "documents")[0]?.status;  // created, new_version, unchanged or indexed
+        status.textContent = said ? t(`upload_${said}`).replace(/^upload_/, "") : t("uploaded");
         row.dataset.state = "done";
+        row.dataset.status = said || "";
       } catch (err) {
         status.textContent = `${t("failed")}: ${err.message}`;
         row.dataset.state = "failed";
