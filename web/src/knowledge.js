@@ -87,7 +87,7 @@ export class KnowledgeView {
       try {
         const body = await upload(file, (fraction) => { bar.value = fraction; });
         bar.value = 1;
-        const said = listOf(body, "documents")[0]?.status;  // created, new_version, unchanged or indexed
+        const said = body?.files?.[0]?.status;  // added, updated or unchanged (a failed file is an error answer)
         status.textContent = said ? t(`upload_${said}`).replace(/^upload_/, "") : t("uploaded");
         row.dataset.state = "done";
         row.dataset.status = said || "";
