@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from saber.clikit.output import UsageError
+from saber.clikit.output import CLIError, UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -183,8 +183,11 @@ def serve(
                     access = "API keys" if keys is not None and keys.enabled else "local, no keys"
                     err.print(f"saber: serving MCP at http://{address[0]}:{address[1]}/mcp ({access})", markup=False)
 
-                await serve_http(agent, address[0], address[1], include_mcp_tools=not no_mcp_tools, keys=keys,
-                                 on_listening=listening)
+                try:
+                    await serve_http(agent, address[0], address[1], include_mcp_tools=not no_mcp_tools, keys=keys,
+                                     on_listening=listening)
+                except OSError as exc:  # the port is taken, the address is not this machine's
+                    raise CLIError(str(exc)) from None
         finally:
             await agent.aclose()
 

@@ -61,7 +61,7 @@ class MCPServerConfig(BaseModel):
         """``mcp-server-time --local-timezone X`` or the URL (headers left out: they hold secrets)."""
         if self.url:
             return self.url
-        return " ".join([self.command or "", *self.args])
+        return " ".join(" ".join([self.command or "", *self.args]).split())  # one line, whatever the arguments hold
 
 
 def _mask(value: str) -> str:

@@ -168,6 +168,19 @@ def test_http_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
     assert "refusing to listen on 0.0.0.0: no API keys are configured" in errors[0]
 
 
+def test_http_on_a_taken_port_is_one_error_naming_it(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([*saber_command(), "mcp", "serve", "--http", f"127.0.0.1:{port}"],
+                              env=server_env(saber_home(tmp_path)), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"saber: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
 async def test_http_with_keys_needs_one_and_runs_as_its_user(tmp_path: Path) -> None:
     home = saber_home(tmp_path)
     key = "sk-saber-test-alice"

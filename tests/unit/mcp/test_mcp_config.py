@@ -37,6 +37,14 @@ enabled = false
     assert (docs.transport, docs.headers, docs.tools, docs.prefix, docs.timeout, docs.enabled) == (
         "http", {"Authorization": "Bearer abc"}, ["search"], "docs_", 5.0, False)
     assert docs.describe() == "http://127.0.0.1:9000/mcp"  # headers (secrets) are never shown
+    assert time.describe() == "mcp-server-time --local-timezone Asia/Shanghai"
+
+
+def test_a_command_is_described_on_one_line() -> None:
+    from saber.mcp.config import MCPServerConfig
+
+    server = MCPServerConfig(name="x", command="python", args=["-c", "import sys\nprint('hi')\n  sys.exit(1)"])
+    assert server.describe() == "python -c import sys print('hi') sys.exit(1)"
 
 
 @pytest.mark.parametrize(("entry", "message"), [
