@@ -147,7 +147,7 @@ class Settings(BaseModel):
     ``SABER_LLM_MODEL=x`` and ``Settings(llm_model="x")``. ``Settings.load()`` turns validation
     errors into one ``ConfigError`` naming each bad setting."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
     home: Path = Field(default_factory=default_home)
     """Data folder: the SQLite file, uploaded documents and saber.toml."""
@@ -156,8 +156,8 @@ class Settings(BaseModel):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str | None = None
-    llm_temperature: float = 0.2
-    llm_timeout: float = 60.0
+    llm_temperature: float = Field(0.2, ge=0, le=2)
+    llm_timeout: float = Field(60.0, gt=0)
     llm_max_retries: int = 2
     llm_structured_output: bool = False
     """Send the plan's JSON Schema as response_format (only for endpoints that support it)."""
@@ -187,7 +187,7 @@ class Settings(BaseModel):
     searxng_url: str | None = None
     weather_geocoding_url: str = "https://geocoding-api.open-meteo.com/v1/search"
     weather_forecast_url: str = "https://api.open-meteo.com/v1/forecast"
-    tool_timeout: float = 10.0
+    tool_timeout: float = Field(10.0, gt=0)
     default_city: str | None = None
     default_timezone: str = "Asia/Shanghai"
 
@@ -349,6 +349,20 @@ class Settings(BaseModel):
     @classmethod
     def _check_mcp_servers(cls, value: Any) -> Any:
         return check_server_entries(value)
+
+    @field_validator("llm_base_url", "searxng_url", "embedding_base_url", "weather_geocoding_url",
+                     "weather_forecast_url", "otel_endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        """An endpoint is an http(s) URL: anything else would fail on every call, far from here."""
+        if value is None:
+            return None
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value.strip()
 
     @field_validator("home", mode="before")
     @classmethod

@@ -42,6 +42,8 @@ PROBES = (
 )
 """Off-topic questions: what an irrelevant query scores against this knowledge base."""
 MIN_THRESHOLD = 0.02
+PENDING_CANDIDATES = 3
+"""While some chunks have no vector yet, how many keyword matches are embedded to score a query."""
 FIXED_THRESHOLDS = {"hashing:": 0.05}
 """Embedders (by name prefix) whose scores calibration does not suit: feature hashing measures word
 overlap only, so its probe scores are mostly exactly 0 plus the odd hash collision."""
@@ -58,7 +60,6 @@ class RelevanceGate:
         self._lock = threading.Lock()
         self._neutral: np.ndarray | None = None
         self._calibrated: tuple[int, float] | None = None
-        self._ready = False
 
     def _baseline(self, query_vector: np.ndarray) -> float:
         with self._lock:
@@ -69,20 +70,22 @@ class RelevanceGate:
         return float(sims[-3:].mean())
 
     def _best(self, query: str) -> tuple[float, str | None, np.ndarray]:
-        """(relevance of the best chunk, its title, the query vector): one embedding per query."""
+        """(relevance of the best chunk the request may see, its title, the query vector). Chunks
+        still waiting for their vectors are found by keyword, and the best few embedded here: a
+        document is relevant as soon as it is keyword-searchable."""
         vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
-        with self._lock:
-            ready = self._ready
-        if not ready:  # the first search checks the store holds this embedder's vectors
-            self.engine.search(query, 1, mode="vector")
-            with self._lock:
-                self._ready = True
-        found = self.engine.store.vector_search(vector, 1)
-        if not found:
-            return float("-inf"), None, vector
-        chunk_id, cosine = found[0]
-        chunk = self.engine.store.get_chunks([chunk_id]).get(chunk_id)
-        return float(cosine) - self._baseline(vector), chunk.title if chunk else None, vector
+        best: tuple[float, str | None] = (float("-inf"), None)
+        for hit in self.engine.search(query, 1, mode="vector", query_vector=vector):
+            best = max(best, (hit.details.get("cosine", float("-inf")), hit.title), key=lambda b: b[0])
+        if self.engine.pending_count() > 0:
+            keyword = self.engine.search(query, PENDING_CANDIDATES, mode="keyword")
+            if keyword:
+                chunk_vectors = self.engine.embedder.embed_documents([h.chunk for h in keyword])
+                for hit, chunk_vector in zip(keyword, chunk_vectors, strict=True):
+                    best = max(best, (float(chunk_vector @ vector), hit.title), key=lambda b: b[0])
+        if best[0] == float("-inf"):
+            return best[0], None, vector
+        return best[0] - self._baseline(vector), best[1], vector
 
     def threshold(self) -> tuple[float, bool]:
         """(threshold, calibrated)."""

