@@ -14,10 +14,11 @@ import nothing heavy at module level either.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -176,17 +177,21 @@ async def _warn_mcp(agent: Any) -> None:
                              f"{s['error'] or 'not connected yet'}"))
 
 
-async def _render(agent: Any, events: AsyncIterator[Event], as_json: bool) -> None:
+async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool) -> None:
     """Print a request's events; a model error makes the exit code 1, bad input 2, Ctrl-C 130."""
     renderer: JsonRenderer | RichRenderer = JsonRenderer() if as_json else RichRenderer()
     model_errors: list[str] = []
     try:
-        async for event in events:
-            renderer.render(event.type, event.data, event.to_dict())
-            if event.type == "error":
-                model_errors.append(str(event.data["message"]))
-            elif event.type == "approval_required" and not as_json and sys.stdin.isatty():
-                await _ask_approval(agent, event.data)
+        async with contextlib.aclosing(events) as stream:  # closed here whatever ends the loop
+            async for event in stream:
+                renderer.render(event.type, event.data, event.to_dict())
+                if event.type == "error":
+                    model_errors.append(str(event.data["message"]))
+                elif event.type == "approval_required" and not as_json and sys.stdin.isatty():
+                    await _ask_approval(agent, event.data)
+    except SystemExit:  # stdout's reader left (``saber ask … | head -1``): rich has silenced it; stop quietly
+        await asyncio.shield(_close_now(agent))
+        raise
     except ValueError as exc:
         await agent.aclose()
         raise CLIError(str(exc), EXIT_USAGE) from None
@@ -402,6 +407,9 @@ def _unexpected(exc: Exception) -> int:
     """Click's usage errors, a bad config, a broken pipe, or a bug: still one line (SABER_DEBUG=1 for the traceback)."""
     from saber.config import ConfigError
 
+    if type(exc).__name__ == "NoArgsIsHelpError":  # ``saber docs``: a command group's help, as help
+        sys.stderr.write(exc.format_message().rstrip() + "\n")  # type: ignore[attr-defined]
+        return EXIT_USAGE
     if isinstance(exc, typer.TyperException):  # typer's own click: unknown option or command, bad value
         print_error(exc.format_message())
         return exc.exit_code if exc.exit_code else EXIT_USAGE

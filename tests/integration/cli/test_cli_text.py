@@ -187,3 +187,22 @@ def test_a_killed_task_is_listed_as_interrupted(tmp_path: Path) -> None:
     assert task["task_id"] == task_id and task["status"] == "running" and task["state"] == "interrupted"
     table = saber("tasks", home=tmp_path, COLUMNS="200").stdout
     assert "interrupted" in table and "running" not in table
+
+
+@pytest.mark.parametrize("args", [("ask", "What time is it in New York?"), ("ask", "hello", "--json")])
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """``saber ask … | head -1``: the pipe closes after the first line."""
+    with subprocess.Popen([sys.executable, "-m", "saber.cli", *args], env=env_for(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=120) in (0, 1) and first.strip()
+    assert "Traceback" not in err and "asynchronous generator" not in err and "ERROR" not in err, err
+
+
+def test_a_command_group_alone_shows_its_help(tmp_path: Path) -> None:
+    done = saber("docs", home=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("Usage: ") and " docs [OPTIONS] COMMAND [ARGS]...\n" in done.stderr
+    assert "\n  list " in done.stderr and "saber: error" not in done.stderr
