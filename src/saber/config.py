@@ -272,6 +272,8 @@ class Settings(BaseModel):
 
     # agent and memory
     history_turns: int = Field(20, ge=1)
+    history_max_chars: int = Field(24_000, ge=1000)
+    """What the history put before a query holds in all, at most: the newest messages that fit."""
     memory_merge_threshold: float | None = Field(None, gt=0, le=1)
     """Cosine similarity at or above which a new memory updates an old one instead of being added;
     unset = the embedder's (measured for the bundled E5, calibrated for others)."""

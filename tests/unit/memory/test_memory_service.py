@@ -224,3 +224,17 @@ async def test_bad_user_ids_are_refused(service: MemoryService, bad: str) -> Non
         await service.history(bad)
     with pytest.raises(ValueError, match="user_id"):
         await service.remember_turn(bad, "I like tea")
+
+
+async def test_history_before_a_query_holds_the_newest_messages_that_fit_its_budget(
+        tmp_path: Path, embedder: LocalE5Embedder) -> None:
+    service = MemoryService(SQLiteMemoryStore(tmp_path / "s.db"), embedder, history_window=20, history_max_chars=10_000)
+    for i in range(4):
+        await service.append_history("u1", "user", f"paste {i} " + "x" * 3_990)
+        await service.append_history("u1", "assistant", f"answer {i}")
+    kept = [m.content.split()[0] + " " + m.content.split()[1] for m in await service.history("u1")]
+    assert kept == ["paste 2", "answer 2", "paste 3", "answer 3"]  # 2 × 4,000 + the answers fit; a third paste not
+    assert sum(len(m.content) for m in await service.history("u1")) <= 10_000
+    one = MemoryService(SQLiteMemoryStore(tmp_path / "t.db"), embedder, history_max_chars=1_000)
+    await one.append_history("u2", "user", "y" * 5_000)
+    assert [len(m.content) for m in await one.history("u2")] == [5_000]  # the newest is kept, even alone over it

@@ -15,6 +15,9 @@ from saber.llm.types import Message
 
 DEFAULT_WINDOW = 20
 MAX_MESSAGE_CHARS = 8000
+MAX_TOTAL_CHARS = 24_000
+"""What the history put before a query may hold in all: the newest messages that fit (twenty long
+pastes would otherwise ride along with every request for twenty turns)."""
 
 
 class ShortTermHistory:
@@ -24,6 +27,7 @@ class ShortTermHistory:
         *,
         window: int = DEFAULT_WINDOW,
         max_message_chars: int = MAX_MESSAGE_CHARS,
+        max_total_chars: int = MAX_TOTAL_CHARS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if window < 1:
@@ -31,6 +35,7 @@ class ShortTermHistory:
         self.store = store
         self.window = window
         self.max_message_chars = max_message_chars
+        self.max_total_chars = max_total_chars
         self._clock = clock
 
     def append(self, user_id: str, role: HistoryRole, content: str) -> None:
@@ -47,8 +52,19 @@ class ShortTermHistory:
         return self.store.recent_history(user_id, self.window if n is None else min(n, self.window))
 
     def messages(self, user_id: str, n: int | None = None) -> list[Message]:
-        """The same, as chat messages ready to put before the new query."""
-        return [Message(role=e.role, content=e.content) for e in self.recent(user_id, n)]
+        """The same, as chat messages ready to put before the new query: the newest that fit in
+        ``max_total_chars`` together (the newest one always), never opening on an answer whose
+        question was left out."""
+        kept: list[Message] = []
+        total = 0
+        for entry in reversed(self.recent(user_id, n)):
+            total += len(entry.content)
+            if kept and total > self.max_total_chars:
+                break
+            kept.append(Message(role=entry.role, content=entry.content))
+        while len(kept) > 1 and kept[-1].role == "assistant":  # an answer whose question did not fit
+            kept.pop()
+        return kept[::-1]
 
     def clear(self, user_id: str) -> None:
         self.store.clear_history(user_id)

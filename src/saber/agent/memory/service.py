@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from saber.agent.memory._normalise import CityNormaliser, known_city
 from saber.agent.memory.extract import ModelMemoryExtractor, extract_memories
 from saber.agent.memory.gates import Rejection, check_memory_text
-from saber.agent.memory.history import DEFAULT_WINDOW, ShortTermHistory
+from saber.agent.memory.history import DEFAULT_WINDOW, MAX_TOTAL_CHARS, ShortTermHistory
 from saber.agent.memory.longterm import (
     DEFAULT_HALF_LIFE_DAYS,
     AddOutcome,
@@ -91,6 +91,7 @@ class MemoryService:
         *,
         model: ChatModel | None = None,
         history_window: int = DEFAULT_WINDOW,
+        history_max_chars: int = MAX_TOTAL_CHARS,
         merge_threshold: float | None = None,
         min_relevance: float | None = None,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
@@ -99,7 +100,8 @@ class MemoryService:
     ) -> None:
         self.store = store
         self.model = model
-        self.history_store = ShortTermHistory(store, window=history_window, clock=clock)
+        self.history_store = ShortTermHistory(store, window=history_window, max_total_chars=history_max_chars,
+                                              clock=clock)
         self.longterm = LongTermMemory(
             store, embedder, merge_threshold=merge_threshold, min_relevance=min_relevance,
             half_life_days=half_life_days, clock=clock
@@ -116,6 +118,7 @@ class MemoryService:
         embedder: Embedder | None = None,
         model: ChatModel | None = None,
         history_window: int = DEFAULT_WINDOW,
+        history_max_chars: int = MAX_TOTAL_CHARS,
         merge_threshold: float | None = None,
         min_relevance: float | None = None,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
@@ -136,7 +139,7 @@ class MemoryService:
             store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db",
                                       pool_size=pool_size)
         return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window,
-                   merge_threshold=merge_threshold, min_relevance=min_relevance, half_life_days=half_life_days)
+                   history_max_chars=history_max_chars, merge_threshold=merge_threshold, min_relevance=min_relevance, half_life_days=half_life_days)
 
     @classmethod
     def from_settings(
@@ -144,7 +147,7 @@ class MemoryService:
     ) -> MemoryService:
         return cls.open(
             home=settings.home, database_url=settings.database_url, embedder=embedder,
-            model=model, history_window=settings.history_turns,
+            model=model, history_window=settings.history_turns, history_max_chars=settings.history_max_chars,
             merge_threshold=settings.memory_merge_threshold, min_relevance=settings.memory_min_relevance,
             half_life_days=settings.memory_half_life_days,
             pool_size=settings.db_pool_size,
