@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from saber.agent.answer_check import generation_failure
 from saber.agent.context import Turn
 from saber.events import Error, Token
+from saber.graph.node import Node
 from saber.language import no_model_note as language_note
 from saber.llm.base import ModelError
 from saber.llm.guarded import as_model_error
@@ -92,3 +93,16 @@ def _failed_only(turn: Turn, error: Exception) -> str:
 async def _emit_text(turn: Turn, text: str) -> str:
     await turn.emit(Token(content=text))
     return text
+
+
+async def with_failed_steps(turn: Turn, answer: str, nodes: Sequence[Node]) -> str:
+    """``answer``, and when a model wrote it, a last line naming the steps that failed (streamed as
+    a token): an answer never hides a failure. A rule answer names them already."""
+    if not turn.answered_by_model:
+        return answer
+    from saber.agent.render import failed_steps_note
+
+    note = failed_steps_note(nodes, turn.lang)
+    if note:
+        await turn.emit(Token(content=note))
+    return answer + note

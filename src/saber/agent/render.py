@@ -134,6 +134,23 @@ def _place_of(node: Node) -> str:
     return ""
 
 
+def failed_steps_note(nodes: Iterable[Node], lang: Lang) -> str:
+    """What a model-written answer gets appended when steps failed (the model may leave them out):
+    one line naming each failed step and why; empty when none failed."""
+    seen: list[str] = []
+    for node in nodes:
+        if node.status is not NodeStatus.FAILED:
+            continue
+        place = _place_of(node)
+        said = f"{node.target}{f'（{place}）' if lang == 'zh' and place else f' ({place})' if place else ''}: " \
+               f"{summarise_failure(node, lang)}"
+        if said not in seen:
+            seen.append(said)
+    if not seen:
+        return ""
+    return ("\n\n失败的步骤：" if lang == "zh" else "\n\nSteps that failed: ") + ("；" if lang == "zh" else "; ").join(seen)
+
+
 def summarise_failure(node: Node, lang: Lang) -> str:
     """One short sentence for why ``node`` failed, the same for every node that failed the same way."""
     error = str(node.error or node.status.value)

@@ -168,3 +168,36 @@ async def test_every_call_to_an_openai_endpoint_carries_max_tokens_for_its_purpo
     assert answer.answer == "Paris is sunny, 21°C."
     # the plan streams too (streamed planning), each call with its own purpose's max_tokens
     assert [(b.get("stream", False), b["max_tokens"]) for b in bodies] == [(True, 300), (True, 200)]
+
+
+@tool(name="get_weather")
+def failing_weather(city: str) -> str:
+    """Weather of a city (a test tool whose service is down)."""
+    from saber.tools import ToolError
+
+    raise ToolError(f"the weather service could not be reached for {city}")
+
+
+@pytest.mark.parametrize(("query", "tail"), [
+    ("What's the weather in Paris and the time in Tokyo?",
+     "\n\nSteps that failed: get_weather (Paris): The weather service could not be reached"),
+    ("巴黎天气和东京时间", "\n\n失败的步骤：get_weather（巴黎）: 天气服务暂时无法访问"),
+])
+async def test_a_model_answer_that_leaves_out_a_failed_step_gets_it_named(
+        make_agent: Callable[..., Agent], query: str, tail: str) -> None:
+    city = "Paris" if query.isascii() else "巴黎"
+    plan = json.dumps([{"id": "n1", "tool": "get_weather", "params": {"city": city}},
+                       {"id": "n2", "tool": "get_time", "params": {"city": "Tokyo"}}])
+    model = ScriptedModel([plan, "It is 12:00 in Tokyo."])
+    answer = await make_agent(model, builtin=False, tools=[failing_weather, city_time]).ask(query, mode="react")
+    assert answer.answer == "It is 12:00 in Tokyo." + tail
+    assert answer.answer == tokens(answer.events) and answer.model is not None
+
+
+async def test_a_model_answer_after_a_failed_tool_in_tool_mode_names_it(make_agent: Callable[..., Agent]) -> None:
+    from saber.llm.types import ToolCall
+
+    args = Completion(tool_calls=(ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"}),))
+    model = ScriptedModel([args, "Have a nice day in Paris!"])
+    answer = await make_agent(model, builtin=False, tools=[failing_weather]).ask("weather in Paris?", mode="tool")
+    assert answer.answer.startswith("Have a nice day in Paris!\n\nSteps that failed: get_weather (Paris): ")

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from saber.agent.context import Turn
-from saber.agent.generate import stream_answer
+from saber.agent.generate import stream_answer, with_failed_steps
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.observations import observations, rule_answer
@@ -162,10 +162,11 @@ async def answer_from_run(turn: Turn, run: RunResult) -> str:
         prompt = f"用户的问题：{turn.query}\n\n执行的步骤与结果：\n{observations(run, turn.lang)}"
     else:
         prompt = f"The user's question: {turn.query}\n\nSteps run and their results:\n{observations(run, turn.lang)}"
-    return await stream_answer(turn, turn.messages(GENERATE, prompt, with_history=False),
-                               fallback=rule_answer(run, turn.lang, query=turn.query, preferences=turn.preferences,
-                                                    default_timezone=turn.services.settings.default_timezone),
-                               where="generator")
+    answer = await stream_answer(turn, turn.messages(GENERATE, prompt, with_history=False),
+                                 fallback=rule_answer(run, turn.lang, query=turn.query, preferences=turn.preferences,
+                                                      default_timezone=turn.services.settings.default_timezone),
+                                 where="generator")
+    return await with_failed_steps(turn, answer, list(run.nodes.values()))
 
 
 async def task_meta(turn: Turn) -> dict[str, Any]:

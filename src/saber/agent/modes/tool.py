@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from saber.agent.context import Turn
-from saber.agent.generate import stream_answer
+from saber.agent.generate import stream_answer, with_failed_steps
 from saber.agent.grounded_call import ground_tool_call
 from saber.agent.modes.chat import run_chat
 from saber.agent.observations import as_text
@@ -66,7 +66,9 @@ async def run_tool(turn: Turn, node: Node) -> str:
         prompt = f"The user asked: {turn.query}\nTool {node.tool} returned: {result_text}\nAnswer the user from this result."
     fallback = render_nodes([done], turn.lang, query=turn.query, preferences=turn.preferences,
                             default_timezone=turn.services.settings.default_timezone)
-    return await stream_answer(turn, turn.messages(TOOL_ANSWER, prompt, with_history=False), fallback=fallback, where="tool")
+    answer = await stream_answer(turn, turn.messages(TOOL_ANSWER, prompt, with_history=False), fallback=fallback,
+                                 where="tool")
+    return await with_failed_steps(turn, answer, [done])
 
 
 async def ask_for_arguments(turn: Turn, tools: list[str]) -> str:
