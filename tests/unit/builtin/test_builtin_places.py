@@ -115,3 +115,15 @@ def test_scanning_is_bounded_to_the_head_of_a_huge_text() -> None:
     huge = "x " * SCAN_LIMIT + "Tokyo"
     assert find_city(huge) is None and place_mentions("weather " + huge) == []
     assert find_city("Tokyo " + "x" * 5_000_000) is not None
+
+
+@pytest.mark.parametrize(("query", "places"), [
+    ("Gotham 天气", ["Gotham"]),
+    ("Springfield 天气怎么样", ["Springfield"]),
+    ("San Francisco 的天气", ["San Francisco"]),
+    ("Berlin 现在的时间", ["Berlin"]),
+    ("Python 时间复杂度", []),
+    ("Linux 现在怎么样", []),
+])
+def test_a_latin_name_right_before_a_chinese_weather_or_time_word_is_a_place(query: str, places: list[str]) -> None:
+    assert place_mentions(query) == places

@@ -3,7 +3,8 @@
 ``place_mentions("东京和纽约现在几点")`` → ``["东京", "纽约"]``; ``place_mentions("time in UTC+5:30
 and in Reykjavik")`` → ``["UTC+5:30", "Reykjavik"]``. Each mention is returned as written, in the
 order of the text, once. Names outside the table are found only where a request puts a place: after
-"in/for/at" (capitalised, English) or right before a weather or time word (Chinese), so ordinary
+"in/for/at" (capitalised, English) or right before a Chinese weather or time word (a Chinese name,
+or a capitalised Latin one: "Gotham 天气"), so ordinary
 words are not taken for places. Linear in the text and bounded to its first ``SCAN_LIMIT``
 characters; these are the candidates, ``places.PlaceResolver`` decides what they are.
 """
@@ -50,6 +51,8 @@ _US_STATES_AND_COUNTRIES = frozenset(s.casefold() for s in (
 
 _ZH_KEYS = re.compile(r"的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|更冷|更热|现在|今天|此刻|当地|时间|几点|星期|日期)")
 _ZH_RUN = re.compile(r"[\u4e00-\u9fff]{2,12}$")
+_ZH_AFTER_LATIN = re.compile(rf"(?<![\w'’.\-])(?P<name>{_NAME})\s*(?=的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|时间(?!复杂度|序列|轴|线|管理|戳|成本|片|段|差|机器)|几点|现在几点|现在的时间))")
+"""A capitalised Latin name right before a Chinese weather or time word ("Gotham 天气")."""
 _ZH_LEAD = re.compile(r"^(?:请问|请|帮我|麻烦|查一下|查查|查询|告诉我|我想知道|想知道|看看|看一下|比较一下|比较|对比|现在|今天|明天|那么|还有|以及|和|与|跟)+")
 _ZH_SPLIT = re.compile(r"[和与跟及、，,]")
 _ZH_NOT_PLACES = frozenset({
@@ -91,6 +94,10 @@ def _english(text: str, found: list[tuple[int, str]], seen: set[str]) -> None:
 
 
 def _chinese(text: str, found: list[tuple[int, str]], seen: set[str]) -> None:
+    for m in _ZH_AFTER_LATIN.finditer(text):
+        name = m.group("name")
+        if name.casefold() not in _EN_NOT_PLACES and name.split()[0].casefold() not in _EN_NOT_PLACES:
+            _add(found, seen, m.start("name"), name)
     for m in _ZH_KEYS.finditer(text):
         before = _ZH_RUN.search(text, max(0, m.start() - 12), m.start())
         if before is None:
