@@ -361,8 +361,12 @@ class Settings(BaseModel):
             return None
         from urllib.parse import urlsplit
 
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        try:
+            parts = urlsplit(value.strip())
+            usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:  # a bracketed host that is no IPv6 address
+            usable = False
+        if not usable:
             raise ValueError(f"{value!r} is not an http:// or https:// URL")
         return value.strip()
 

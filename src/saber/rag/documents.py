@@ -67,6 +67,13 @@ def normalize_text(text: str) -> str:
     return "\n".join(out).strip()
 
 
+def stored_text(text: str) -> str:
+    """What a document keeps of its text: as written (a Markdown hard break's trailing spaces, the
+    blank lines of a code block), with only line ends unified, NULs dropped and the blank lines
+    around it trimmed; ``normalize_text`` is for chunks and the content hash."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip("\n")
+
+
 def content_hash(text: str) -> str:
     """sha256 of the normalised text: the same content from another file or a retried call hashes alike."""
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()

@@ -25,6 +25,7 @@ from saber.rag.documents import (
     RagError,
     StoredChunk,
     normalize_text,
+    stored_text,
 )
 from saber.rag.embedder import Embedder, Vectors
 from saber.rag.filler import FillStatus, VectorFiller, describe_failure
@@ -146,7 +147,8 @@ class RagEngine:
             raise RagError("a document needs a title")
         if not text:
             raise EmptyDocument(f"{title}: the document has no text")
-        doc = NewDocument(title=title.strip(), source=source.strip(), doc_type=doc_type, content=text, summary=summary)
+        doc = NewDocument(title=title.strip(), source=source.strip(), doc_type=doc_type, content=stored_text(content),
+                          summary=summary)
         existing = self.store.find_by_hash(doc.content_hash)
         if existing is not None:
             if index and not existing.indexed:

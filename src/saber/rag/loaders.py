@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from saber.rag.documents import EmptyDocument, FileTooLarge, RagError, UnsupportedFileType, normalize_text
+from saber.rag.documents import EmptyDocument, FileTooLarge, RagError, UnsupportedFileType, normalize_text, stored_text
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -47,9 +47,9 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded
         raise
     except Exception as exc:  # a parser's own error on a corrupt file
         raise RagError(f"{p.name}: cannot read {suffix} file: {exc}") from None
-    text = normalize_text(text)
-    if not text:
+    if not normalize_text(text):
         raise EmptyDocument(f"{p.name}: no text found (the file is empty)")
+    text = stored_text(text)
     doc_type = "md" if suffix == "markdown" else "html" if suffix == "htm" else suffix
     return LoadedFile(title=title or p.stem, text=text, doc_type=doc_type, source=str(p.resolve()))
 

@@ -17,7 +17,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 MARKUP = "Plan [red]Q3[/red] budget [/] [bold]x[/bold] :smile:"
-SOURCE = f"# {MARKUP}\n\nThe [bold]budget[/bold] for Q3 is 42 [/] units; [link=http://x]y[/link] \\[z].\n\n## 附录 [/]\n\n复兴号 [red]350[/red] 公里。\n"
+SOURCE = (f"# {MARKUP}\n\nThe [bold]budget[/bold] for Q3 is 42 [/] units; [link=http://x]y[/link] \\[z].  \n"
+          "A hard break above (two trailing spaces).\n\n## 附录 [/]\n\n复兴号 [red]350[/red] 公里。\n\n"
+          "```python\ndef f():\n    pass\n\n\n\ndef g():\n    pass\n```\n")
 
 
 def env_for(home: Path, **extra: str) -> dict[str, str]:
@@ -79,8 +81,10 @@ def test_markup_like_text_through_ask_and_tasks(kb: tuple[Path, Path, str]) -> N
     tasks = saber("tasks", "--all", home=home, COLUMNS="200")
     assert tasks.returncode == 0 and "Research [/] topic and write a report" in tasks.stdout
     assert " of 3" in tasks.stdout  # research finds nothing relevant here: its steps are counted as they ended
-    config = saber("config", home=home, SABER_LLM_BASE_URL="http://[red]x[/red]/v1")
-    assert config.returncode == 0 and '"http://[red]x[/red]/v1"' in config.stdout
+    config = saber("config", home=home, SABER_LLM_BASE_URL="http://x/[red]v1[/red]")
+    assert config.returncode == 0 and '"http://x/[red]v1[/red]"' in config.stdout
+    bad = saber("config", home=home, SABER_LLM_BASE_URL="http://[red]x[/red]/v1")
+    assert bad.returncode == 2 and "is not an http:// or https:// URL" in error_line(bad)
 
 
 def test_query_from_stdin(tmp_path: Path) -> None:
