@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from saber.rag.documents import EmptyDocument, FileTooLarge, RagError, UnsupportedFileType, normalize_text, stored_text
+from saber.rag.documents import (
+    EmptyDocument,
+    FileTooLarge,
+    RagError,
+    UnsupportedFileType,
+    normalize_text,
+    stored_text,
+)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
