@@ -285,14 +285,14 @@ def resume(
     async def run() -> None:
         agent = _agent(settings)
         known = [t["task_id"] for t in await agent.tasks(unfinished=False)]
-        full = task_id
-        if any(k.startswith(task_id.strip()) for k in known):
-            try:
-                full = resolve(task_id, known, "task")
-            except CLIError:
-                await agent.aclose()
+        try:  # an unknown id is a failure (exit 1), like an unknown document; an ambiguous one usage (2)
+            full = resolve(task_id, known, "task")
+        except CLIError as exc:
+            await agent.aclose()
+            if exc.code == EXIT_USAGE:
                 raise
-        await _render(agent, agent.resume(full), as_json)  # an unknown id: the agent says why
+            raise CLIError(f"no resumable task {task_id.strip()!r} (see `saber tasks`)") from None
+        await _render(agent, agent.resume(full), as_json)  # a finished task, another user's: the agent says why
 
     asyncio.run(run())
 

@@ -55,6 +55,8 @@ def config_path(home: object = None) -> Path:
 def _file_values(home: object) -> dict[str, Any]:
     """The settings in ``saber.toml`` (or ``$SABER_CONFIG``, which must exist when set), flattened."""
     path = config_path(home)
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{path}: not a file (a settings file is expected there)")
     if os.environ.get("SABER_CONFIG", "").strip() and not path.is_file():
         raise ConfigError(f"{path}: SABER_CONFIG names a file that does not exist (or is not a file)")
     known = set(Settings.model_fields) | set(_RENAMED)

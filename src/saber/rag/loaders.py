@@ -44,7 +44,7 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded
             f"supported: {', '.join('.' + s for s in SUPPORTED_TYPES)}"
         )
     if not p.is_file():
-        raise RagError(f"{p}: no such file")
+        raise RagError(f"{p}: not a regular file (a pipe, a device or a folder)" if p.exists() else f"{p}: no such file")
     size = p.stat().st_size
     if size > max_bytes:
         raise FileTooLarge(f"{p.name}: {size / 1048576:.1f} MB is over the {max_bytes / 1048576:.0f} MB limit")

@@ -133,7 +133,8 @@ def test_tasks_and_resume(tmp_path: Path) -> None:
     assert json.loads(saber("tasks", "--json", home=tmp_path).stdout) == []
     again = saber("resume", task["task_id"], home=tmp_path)
     assert again.returncode == 2 and "already finished (failed)" in one_line_error(again)
-    assert "no resumable task" in one_line_error(saber("resume", "nope", home=tmp_path))
+    unknown = saber("resume", "nope", home=tmp_path)
+    assert unknown.returncode == 1 and "no resumable task 'nope'" in one_line_error(unknown)
 
 
 @pytest.mark.slow

@@ -169,3 +169,9 @@ def test_an_endpoint_url_is_kept_as_given_and_a_blank_one_is_none(monkeypatch: p
     assert Settings.load().llm_base_url == "http://127.0.0.1:8080/v1"
     monkeypatch.setenv("SABER_LLM_BASE_URL", " ")
     assert Settings.load().llm_base_url is None
+
+
+def test_a_folder_where_the_settings_file_should_be_is_an_error(clean_env: Path) -> None:
+    (clean_env / "saber.toml").mkdir()
+    with pytest.raises(ConfigError, match=r"saber\.toml: not a file"):
+        Settings.load()

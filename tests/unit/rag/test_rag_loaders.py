@@ -129,3 +129,14 @@ def test_html_with_no_main_content_is_read_whole(tmp_path: Path) -> None:
     p = tmp_path / "links.html"
     p.write_text("<html><body><nav>Home | About</nav></body></html>", encoding="utf-8")
     assert load_file(p).text == "Home | About"
+
+
+def test_a_pipe_named_like_a_document_is_not_a_regular_file(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(RagError, match=r"pipe\.txt: not a regular file"):
+        load_file(fifo)
+    with pytest.raises(RagError, match=r"gone\.txt: no such file"):
+        load_file(tmp_path / "gone.txt")
