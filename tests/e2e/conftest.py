@@ -3,6 +3,7 @@ uvicorn server on loopback, the model a FakeOpenAIServer answering from a script
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -21,6 +22,7 @@ from server_helpers import LiveServer, make_agent, settings_for
 
 from saber.llm.openai_compat import OpenAIChatModel
 from saber.testing import FakeOpenAIServer
+from saber.tools import tool
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -209,3 +211,14 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+@tool
+async def wait_long(seconds: int) -> str:
+    """Wait a long time.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "waited"

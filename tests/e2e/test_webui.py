@@ -13,7 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Route, expect
 
-from conftest import ModelScript, screenshot, send, wait_until
+from conftest import ModelScript, screenshot, send, wait_long, wait_until
 from saber.testing.fake_openai import FakeReply
 from saber.tools import tool
 
@@ -62,17 +62,6 @@ async def summarise(text: str) -> str:
     """
     await asyncio.sleep(0.2)
     return f"summary: {text[:60]}"
-
-
-@tool
-async def wait_long(seconds: int) -> str:
-    """Wait a long time.
-
-    Args:
-        seconds: How long.
-    """
-    await asyncio.sleep(seconds)
-    return "waited"
 
 
 TOOLS = [fast_source, slow_source, measure, summarise, wait_long]

@@ -4,7 +4,6 @@ last event it received, and when it cannot, keeps what arrived and says the answ
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -12,9 +11,8 @@ import httpx
 import pytest
 from playwright.sync_api import Route, expect
 
-from conftest import ModelScript, screenshot, send, wait_until
+from conftest import ModelScript, screenshot, send, wait_long, wait_until
 from saber.testing.fake_openai import FakeReply
-from saber.tools import tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -119,17 +117,6 @@ def test_a_stream_closed_cleanly_before_done_is_not_shown_as_finished(live: Any,
     expect(answer).to_have_text(SHOWN, timeout=30_000)
     assert follows[0] == kept_ids[-1], (follows, kept_ids)  # from the last event the page received
     assert not page.errors
-
-
-@tool
-async def wait_long(seconds: int) -> str:
-    """Wait a long time.
-
-    Args:
-        seconds: How long.
-    """
-    await asyncio.sleep(seconds)
-    return "waited"
 
 
 def test_leaving_the_page_cancels_the_task_it_was_following(live: Any, page: Any, script: ModelScript) -> None:

@@ -164,26 +164,26 @@ def _ground_node(node: Node, context: GroundingContext, upstream: str, kept: Seq
         return node, ""
     params = dict(node.params)
     for key, value in node.params.items():
-        if not _copied(value, context, upstream):
+        problem = _ungrounded(node, key, value, context, upstream, places=places)
+        if problem is None:
             continue
         repair = _rule_value(node.tool or "", key, context, kept)
         if repair is None:
-            return None, f"{node.tool} {key}={value!r} is a {COPIED} from the planner prompt, and nothing in the request gives a value"
+            return None, f"{node.tool} {key}={value!r} is {problem}, and nothing in the request gives a value"
         params[key] = repair
-        warnings.append(f"{node.id} {node.tool}: {key}={value!r} is a {COPIED} from the planner prompt; "
-                        f"the rules' {repair!r} used instead")
-    for key, value in list(params.items()) if places else ():
-        clock = key in ("timezone", "tz") or (node.tool or "") == "get_time"
-        if key not in _PLACE_KEYS or not _elsewhere(value, context, upstream, clock=clock):
-            continue
-        named = ", ".join(context.named_places)
-        repair = _rule_value(node.tool or "", key, context, kept)
-        if repair is None:
-            return None, f"{node.tool} {key}={value!r} is {ELSEWHERE} (it names {named}), and the rules give no value"
-        params[key] = repair
-        warnings.append(f"{node.id} {node.tool}: {key}={value!r} is {ELSEWHERE} (it names {named}); "
-                        f"the rules' {repair!r} used instead")
+        warnings.append(f"{node.id} {node.tool}: {key}={value!r} is {problem}; the rules' {repair!r} used instead")
     return (replace(node, params=params) if params != node.params else node), ""
+
+
+def _ungrounded(node: Node, key: str, value: Any, context: GroundingContext, upstream: str, *,
+                places: bool) -> str | None:
+    """Why ``key=value`` of ``node`` does not come from the request (to be said after "is"), or None."""
+    if _copied(value, context, upstream):
+        return f"a {COPIED} from the planner prompt"
+    clock = key in ("timezone", "tz") or (node.tool or "") == "get_time"
+    if places and key in _PLACE_KEYS and _elsewhere(value, context, upstream, clock=clock):
+        return f"{ELSEWHERE} (it names {', '.join(context.named_places)})"
+    return None
 
 
 def _elsewhere(value: Any, context: GroundingContext, upstream: str, *, clock: bool) -> bool:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,23 +26,25 @@ def start(home: Path, side: Path, phase: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def kill_when(proc: subprocess.Popen[str], seen: Callable[[dict[str, Any]], bool]) -> None:
+    """Read ``proc``'s events until ``seen`` says so, then kill -9 it."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if seen(json.loads(line)):
+            break
+    else:
+        raise AssertionError(f"the awaited event never came: {proc.stderr.read() if proc.stderr else ''}")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    if proc.stderr:
+        proc.stderr.close()
+
+
 @pytest.mark.slow
 def test_killed_react_task_resumes_without_rerunning_finished_steps(tmp_path: Path) -> None:
     home, side = tmp_path / "home", tmp_path / "side.txt"
-    first = start(home, side, "first")
-    assert first.stdout is not None
-    seen: list[dict[str, object]] = []
-    for line in first.stdout:  # wait, event by event, until step_b is running
-        seen.append(json.loads(line))
-        if seen[-1]["type"] == "node_start" and seen[-1]["data"]["tool"] == "step_b":  # type: ignore[index]
-            break
-    else:
-        raise AssertionError(f"step_b never started: {first.stderr.read() if first.stderr else ''}")
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait(timeout=30)
-    first.stdout.close()
-    if first.stderr:
-        first.stderr.close()
+    kill_when(start(home, side, "first"), lambda e: e["type"] == "node_start" and e["data"]["tool"] == "step_b")
 
     second = start(home, side, "resume")
     out, err = second.communicate(timeout=120)
@@ -58,19 +61,8 @@ def test_killed_react_task_resumes_without_rerunning_finished_steps(tmp_path: Pa
 @pytest.mark.slow
 def test_a_task_killed_while_its_plan_streamed_is_planned_again_and_keeps_its_finished_step(tmp_path: Path) -> None:
     home, side = tmp_path / "home", tmp_path / "side.txt"
-    first = start(home, side, "midplan")
-    assert first.stdout is not None
-    for line in first.stdout:  # the first step is done (and saved: events follow the checkpoint write)
-        event = json.loads(line)
-        if event["type"] == "node_done" and event["data"]["id"] == "n1":
-            break
-    else:
-        raise AssertionError(f"n1 never finished: {first.stderr.read() if first.stderr else ''}")
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait(timeout=30)
-    first.stdout.close()
-    if first.stderr:
-        first.stderr.close()
+    # the first step is done (and saved: events follow the checkpoint write)
+    kill_when(start(home, side, "midplan"), lambda e: e["type"] == "node_done" and e["data"]["id"] == "n1")
 
     second = start(home, side, "resume-replan")
     out, err = second.communicate(timeout=120)
