@@ -96,13 +96,14 @@ async def _emit_text(turn: Turn, text: str) -> str:
 
 
 async def with_failed_steps(turn: Turn, answer: str, nodes: Sequence[Node]) -> str:
-    """``answer``, and when a model wrote it, a last line naming the steps that failed (streamed as
-    a token): an answer never hides a failure. A rule answer names them already."""
+    """``answer``, and when a model wrote it without owning up to a failed step, a last line naming
+    the steps that failed (streamed as a token): an answer never hides a failure. A rule answer
+    names them already."""
     if not turn.answered_by_model:
         return answer
     from saber.agent.render import failed_steps_note
 
-    note = failed_steps_note(nodes, turn.lang)
+    note = failed_steps_note(nodes, turn.lang, answer)
     if note:
         await turn.emit(Token(content=note))
     return answer + note

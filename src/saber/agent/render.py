@@ -134,14 +134,22 @@ def _place_of(node: Node) -> str:
     return ""
 
 
-def failed_steps_note(nodes: Iterable[Node], lang: Lang) -> str:
-    """What a model-written answer gets appended when steps failed (the model may leave them out):
-    one line naming each failed step and why; empty when none failed."""
+_FAILURE_WORDS = re.compile(r"fail|could not|couldn't|cannot|can't|unavailable|unreachable|not available|error|down"
+                            r"|失败|无法|不可用|出错|错误|不能|没能|未能", re.IGNORECASE)
+
+
+def failed_steps_note(nodes: Iterable[Node], lang: Lang, answer: str = "") -> str:
+    """What a model-written answer gets appended when steps failed and it does not say so (a
+    failure word, and the step's place if it has one): one line naming each failed step and why;
+    empty when none failed or the answer owns up to each."""
     seen: list[str] = []
+    owned_up = bool(_FAILURE_WORDS.search(answer))
     for node in nodes:
         if node.status is not NodeStatus.FAILED:
             continue
         place = _place_of(node)
+        if owned_up and (not place or place.casefold() in answer.casefold()):
+            continue
         said = f"{node.target}{f'（{place}）' if lang == 'zh' and place else f' ({place})' if place else ''}: " \
                f"{summarise_failure(node, lang)}"
         if said not in seen:

@@ -201,3 +201,15 @@ async def test_a_model_answer_after_a_failed_tool_in_tool_mode_names_it(make_age
     model = ScriptedModel([args, "Have a nice day in Paris!"])
     answer = await make_agent(model, builtin=False, tools=[failing_weather]).ask("weather in Paris?", mode="tool")
     assert answer.answer.startswith("Have a nice day in Paris!\n\nSteps that failed: get_weather (Paris): ")
+
+
+@pytest.mark.parametrize("said", ["Paris weather is unavailable right now; it is 12:00 in Tokyo.",
+                                  "巴黎天气查询失败；东京现在 12:00。"])
+async def test_a_model_answer_that_owns_up_to_the_failure_is_left_as_it_is(make_agent: Callable[..., Agent],
+                                                                           said: str) -> None:
+    city = "Paris" if said.isascii() else "巴黎"
+    plan = json.dumps([{"id": "n1", "tool": "get_weather", "params": {"city": city}},
+                       {"id": "n2", "tool": "get_time", "params": {"city": "Tokyo"}}])
+    answer = await make_agent(ScriptedModel([plan, said]), builtin=False,
+                              tools=[failing_weather, city_time]).ask("weather in Paris, time in Tokyo", mode="react")
+    assert answer.answer == said
