@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 PLAN_INCOMPLETE = "plan_incomplete"
 """Checkpoint meta key, true while the planner still streams the graph (see ``plan_incomplete``)."""
 
+
 @dataclass(frozen=True, slots=True)
 class _Wake:
     """Sent by ``cancel()`` so the loop notices at once."""

@@ -28,6 +28,9 @@ def _written_by_this_call(engine: RagEngine, args: dict[str, Any]) -> tuple[str,
     between the write and the checkpoint), that document. Inside a graph run the default source
     carries the node's idempotency key, so running the node again never writes a second document."""
     source = args.get("source") or f"agent:{args['title']}"
+    scope = current_scope()
+    if scope is not None and scope.isolated:  # one user's report never becomes a version of another's
+        source = f"{scope.user_id}/{source}"
     key = idempotency_key()
     if key is None or args.get("source"):
         return source, None
@@ -39,11 +42,12 @@ def _written_by_this_call(engine: RagEngine, args: dict[str, Any]) -> tuple[str,
                     "chunks": done.chunk_count, **_progress(done), "idempotency_key": key}
 
 
-def _owned_by_requester(engine: RagEngine, document_id: str) -> None:
-    """A document the agent wrote for a user is theirs (on a server with API keys, theirs alone)."""
+def _owned_by_requester(engine: RagEngine, document_id: str, status: str) -> None:
+    """A document the agent wrote for a user is theirs (on a server with API keys, theirs alone);
+    the same text as a shared document leaves that one shared."""
     scope = current_scope()
     if scope is not None:
-        engine.add_owner(document_id, scope.user_id)
+        engine.add_owner(document_id, scope.user_id, only_if_owned=status == "unchanged")
 
 
 def _progress(doc: Document) -> dict[str, Any]:
@@ -83,7 +87,7 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
         except RagError as exc:
             raise ToolError(f"write_document: {exc}") from None
         d = result.document
-        _owned_by_requester(engine, d.id)
+        _owned_by_requester(engine, d.id, result.status)
         return {"document_id": d.id, "status": result.status, "version": d.version, "indexed": d.indexed,
                 "chunks": d.chunk_count, **_progress(d)}
 

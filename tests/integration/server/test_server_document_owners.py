@@ -75,3 +75,15 @@ def test_owners_kept_by_an_earlier_version_in_server_db_are_moved_into_the_knowl
     db = sqlite3.connect(str(home / "server.db"))
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'document_owners'").fetchall() == []
     db.close()
+
+
+def test_uploading_the_text_of_a_shared_document_leaves_it_shared(serve: Callable[..., LiveServer]) -> None:
+    live = serve(keys=True, model=False)
+    engine = live.agent.services.knowledge
+    assert engine is not None
+    text = "# Feeding handbook\n\nEvery animal in the north enclosures is fed twice a day.\n"
+    shared = engine.ingest_text("Feeding handbook", text, source="handbook.md", wait=True).document.id
+    r = httpx.post(live.url + "/api/documents", headers=ALICE, files={"files": ("copy.md", text.encode(), "text/markdown")},
+                   timeout=60)
+    assert r.status_code == 200 and r.json()["files"][0]["status"] == "unchanged", r.text
+    assert shared in found(rag(live, BOB, "how often are the animals in the north fed?"))

@@ -197,3 +197,20 @@ def test_owners_are_released_and_dropped_with_their_document(engine: RagEngine) 
     engine.add_owner(doc, "bob")
     assert engine.delete_document(doc)
     assert engine.owned_by("bob") == set() and engine.hidden_from("carol") == set()
+
+
+async def test_writing_the_text_of_a_shared_document_leaves_it_shared_and_titles_never_collide(
+        engine: RagEngine) -> None:
+    from saber.rag.scope import knowledge_scope
+
+    shared = engine.ingest_text("Handbook", "Tea is served at four in the common room.").document.id
+    tools = _tools(engine)
+    with knowledge_scope("bob", isolated=True):
+        same = await tools["write_document"].run({"title": "Handbook", "content_md": "Tea is served at four in the common room."})
+        bobs = (await tools["write_document"].run({"title": "Notes", "content_md": "Bob likes oolong."}))["document_id"]
+    assert same["document_id"] == shared and same["status"] == "unchanged" and engine.owned_by("bob") == {bobs}
+    with knowledge_scope("alice", isolated=True):
+        alices = (await tools["write_document"].run({"title": "Notes", "content_md": "Alice likes sencha."}))
+        assert alices["status"] == "created" and alices["document_id"] != bobs  # not a new version of Bob's
+        assert {d["id"] for d in await tools["list_documents"].run({})} == {shared, alices["document_id"]}
+    assert engine.get_document(bobs).content == "Bob likes oolong."

@@ -16,6 +16,7 @@ import asyncio
 import re
 import shutil
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -160,7 +161,8 @@ async def _upload_one(upload_file: UploadFile, engine: RagEngine, uploads: Path,
             raise
     except _FileFailed as failed:
         return UploadResult(file=name, status="failed", error=failed.message), failed
-    await asyncio.to_thread(engine.add_owner, result.document.id, user)
+    claim = partial(engine.add_owner, result.document.id, user, only_if_owned=result.status == "unchanged")
+    await asyncio.to_thread(claim)  # the text of a shared document leaves that one shared
     document = _out(result.document, await _fill_status(engine, [result.document]))
     return UploadResult(file=name, status=_STATUS.get(result.status, "added"), document=document), None
 
