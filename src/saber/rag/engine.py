@@ -477,8 +477,10 @@ def format_passages(q: str, hits: Sequence[Hit]) -> str:
     if not hits:
         return f"No passage in the knowledge base matches {q!r}."
     passages = _unique_sections(hits)
-    lines = [f"{len(passages)} passage(s) from the knowledge base for {q!r} "
-             f"(ranked by {_KIND_LABEL[hits[0].score_kind]}):"]
+    how = _KIND_LABEL[hits[0].score_kind]
+    if hits[0].score_kind == "rrf" and not any("cosine" in h.details for h in hits):
+        how = "keyword search: vector search found none of them (their vectors may still be computed)"
+    lines = [f"{len(passages)} passage(s) from the knowledge base for {q!r} (ranked by {how}):"]
     for n, h in enumerate(passages, start=1):
         where = f" — {h.source}" if h.source and h.source != h.title else ""
         lines.append(f"\n[{n}] {h.title}{where}\n{h.context.strip()}")

