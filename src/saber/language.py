@@ -19,6 +19,9 @@ the Basic Multilingual Plane and are left out on purpose)."""
 
 HAN_CHAR = re.compile(f"[{HAN}]")
 
+NOT_TIME_AFTER = "复杂度|序列|轴|线|管理|戳|成本|片|段|差|机器"
+"""What after 时间 makes a topic, not a question about the time (时间复杂度, 时间序列...)."""
+
 
 def is_han(ch: str) -> bool:
     """True for one Han character."""

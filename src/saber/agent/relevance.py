@@ -75,10 +75,11 @@ class RelevanceGate:
         document is relevant as soon as it is keyword-searchable."""
         vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
         best: tuple[float, str | None] = (float("-inf"), None)
-        for hit in self.engine.search(query, 1, mode="vector", query_vector=vector):
+        hidden = self.engine.hidden_now()  # read once for both searches
+        for hit in self.engine.search(query, 1, mode="vector", query_vector=vector, hidden=hidden):
             best = max(best, (hit.details.get("cosine", float("-inf")), hit.title), key=lambda b: b[0])
         if self.engine.pending_count() > 0:
-            keyword = self.engine.search(query, PENDING_CANDIDATES, mode="keyword")
+            keyword = self.engine.search(query, PENDING_CANDIDATES, mode="keyword", hidden=hidden)
             if keyword:
                 chunk_vectors = self.engine.embedder.embed_documents([h.chunk for h in keyword])
                 for hit, chunk_vector in zip(keyword, chunk_vectors, strict=True):

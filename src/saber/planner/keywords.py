@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from saber.language import NOT_TIME_AFTER
+
 
 def words(*alternatives: str) -> re.Pattern[str]:
     parts = [
@@ -24,7 +26,7 @@ _NOT_TIME_IDIOM = (r"(?<!\bat a )(?<!\bat the same )(?<!\bone at a )(?<!\bevery 
                    r"(?<!\blast )(?<!\bnext )(?<!\bfrom )(?<!\bsome )(?<!\bany )(?<!\bspare )(?<!\bfree )(?<!\bfull )"
                    r"(?<!\bpart )(?<!\bno )(?<!\bhard )(?<!\bgood )(?<!\bbig )(?<!\bon )(?<!\bin )")
 """Idioms with "time" that do not ask the time ("at a time", "every time", "on time")."""
-TIME = words("几点", "re:时间(?!复杂度|序列|轴|线|管理|戳|成本|片|段|差|机器)", "日期", "星期几", "时区", "what time",
+TIME = words("几点", f"re:时间(?!{NOT_TIME_AFTER})", "日期", "星期几", "时区", "what time",
              "time is it", "current time", "date today", "today's date", "timezone",
              rf"re:{_NOT_TIME_IDIOM}\btime\b{_NOT_TIME_TOPIC}", "clock")
 WEATHER = words("天气", "气温", "下雨", "下雪", "温度", "更冷", "更热", "冷不冷", "热不热", "多冷", "多热",

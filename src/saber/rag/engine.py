@@ -301,8 +301,10 @@ class RagEngine:
         return self.store.get_document(document_id)
 
     def _hidden(self, hidden: Collection[str] | None) -> Collection[str]:
-        if hidden is not None:
-            return hidden
+        return self.hidden_now() if hidden is None else hidden
+
+    def hidden_now(self) -> Collection[str]:
+        """The documents the current request's user may not see (none outside a request)."""
         scope = current_scope()
         return self.hidden_from(scope.user_id) if scope is not None and scope.isolated else ()
 

@@ -41,15 +41,20 @@ def kill_when(proc: subprocess.Popen[str], seen: Callable[[dict[str, Any]], bool
         proc.stderr.close()
 
 
+def resumed(home: Path, side: Path, phase: str) -> list[dict[str, Any]]:
+    """The events of a new process that resumes the task (it must end cleanly)."""
+    second = start(home, side, phase)
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
 @pytest.mark.slow
 def test_killed_react_task_resumes_without_rerunning_finished_steps(tmp_path: Path) -> None:
     home, side = tmp_path / "home", tmp_path / "side.txt"
     kill_when(start(home, side, "first"), lambda e: e["type"] == "node_start" and e["data"]["tool"] == "step_b")
 
-    second = start(home, side, "resume")
-    out, err = second.communicate(timeout=120)
-    assert second.returncode == 0, err
-    events = [json.loads(line) for line in out.splitlines()]
+    events = resumed(home, side, "resume")
     assert events[0]["type"] == "start" and events[0]["data"]["query"] == "run a, then b, then c"
     assert events[1]["data"]["rule"] == "resume:checkpoint(running)"
     ran = [e["data"]["tool"] for e in events if e["type"] == "node_start"]
@@ -64,10 +69,7 @@ def test_a_task_killed_while_its_plan_streamed_is_planned_again_and_keeps_its_fi
     # the first step is done (and saved: events follow the checkpoint write)
     kill_when(start(home, side, "midplan"), lambda e: e["type"] == "node_done" and e["data"]["id"] == "n1")
 
-    second = start(home, side, "resume-replan")
-    out, err = second.communicate(timeout=120)
-    assert second.returncode == 0, err
-    events = [json.loads(line) for line in out.splitlines()]
+    events = resumed(home, side, "resume-replan")
     plan = next(e["data"] for e in events if e["type"] == "plan")
     assert [n["id"] for n in plan["nodes"]] == ["n1", "n2", "n3"]
     assert any("planned again; 1 step(s) kept, 2 added" in w for w in plan["warnings"])

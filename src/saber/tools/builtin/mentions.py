@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from saber.cities import SCAN_LIMIT, city_mentions
+from saber.language import NOT_TIME_AFTER
 
 _ZONE = re.compile(
     r"(?<![A-Za-z0-9/])(?:"
@@ -51,7 +52,7 @@ _US_STATES_AND_COUNTRIES = frozenset(s.casefold() for s in (
 
 _ZH_KEYS = re.compile(r"的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|更冷|更热|现在|今天|此刻|当地|时间|几点|星期|日期)")
 _ZH_RUN = re.compile(r"[\u4e00-\u9fff]{2,12}$")
-_ZH_AFTER_LATIN = re.compile(rf"(?<![\w'’.\-])(?P<name>{_NAME})\s*(?=的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|时间(?!复杂度|序列|轴|线|管理|戳|成本|片|段|差|机器)|几点|现在几点|现在的时间))")
+_ZH_AFTER_LATIN = re.compile(rf"(?<![\w'’.\-])(?P<name>{_NAME})\s*(?=的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|时间(?!{NOT_TIME_AFTER})|几点|现在几点|现在的时间))")
 """A capitalised Latin name right before a Chinese weather or time word ("Gotham 天气")."""
 _ZH_LEAD = re.compile(r"^(?:请问|请|帮我|麻烦|查一下|查查|查询|告诉我|我想知道|想知道|看看|看一下|比较一下|比较|对比|现在|今天|明天|那么|还有|以及|和|与|跟)+")
 _ZH_SPLIT = re.compile(r"[和与跟及、，,]")
