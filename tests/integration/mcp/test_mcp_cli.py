@@ -91,11 +91,16 @@ def garbage_servers(home: Path) -> None:
 
 def test_a_server_that_answers_garbage_is_named_in_one_line(tmp_path: Path) -> None:
     garbage_servers(tmp_path)
+    garbage = "answered with output that is not JSON-RPC: 'not json rpc'"
     for name in ("echo", "garbage"):
         tested = saber("mcp", "test", name, home=tmp_path)
         assert tested.returncode == 1
-        assert one_line_error(tested).endswith("answered with output that is not JSON-RPC: 'not json rpc'")
         assert "Failed to parse" not in tested.stderr, tested.stderr
+        if name == "echo" and one_line_error(tested).endswith("the server closed the connection (did it exit?)"):
+            # echo exits at once: when the SDK's write of `initialize` meets the closed pipe before
+            # its reader has passed the line on, the SDK drops the line; the exit is then the news
+            continue
+        assert one_line_error(tested).endswith(garbage), tested.stderr
     long = one_line_error(saber("mcp", "test", "long", home=tmp_path))
     assert long.endswith("answered with output that is not JSON-RPC: '" + "x" * 60 + "…'")
     assert "no answer within 3 s" in one_line_error(saber("mcp", "test", "silent", home=tmp_path))
