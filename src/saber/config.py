@@ -382,6 +382,15 @@ class Settings(BaseModel):
     def _blank_is_none(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        from saber.db.database import postgres_url_problem
+
+        if value is not None and (problem := postgres_url_problem(value)):
+            raise ValueError(problem)
+        return value
+
     def __init__(self, **values: Any) -> None:
         """Keyword arguments over ``SABER_*`` variables over the file over the defaults."""
         super().__init__(**{**_file_values(values.get("home")), **env_values(), **values})
@@ -393,7 +402,8 @@ class Settings(BaseModel):
             return cls(**overrides)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors(include_url=False)
+                f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors(include_url=False)
             )
             raise ConfigError(f"invalid settings: {problems}") from None
 

@@ -109,8 +109,8 @@ def ingest_command(
             f"{counts['unchanged']} unchanged, {counts['failed']} failed; {chunks} chunk(s) indexed", markup=False
         )
         if size:
-            out().print(f"searchable by keyword after {seconds:.1f} s ({size / 1024:,.1f} KB, "
-                        f"{size / 1024 / max(seconds, 1e-6):,.1f} KB/s)", markup=False)
+            rate = f", {size / 1024 / seconds:,.1f} KB/s" if seconds >= RATE_AFTER else ""  # not a 0.01 s guess
+            out().print(f"searchable by keyword after {seconds:.2f} s ({size / 1024:,.1f} KB{rate})", markup=False)
         for message in failures:
             err().print(line(("  ✗ ", "red"), message))
         if no_wait:
@@ -124,6 +124,9 @@ def ingest_command(
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} of {len(files)} file(s) could not be ingested (see above)")
 
+
+RATE_AFTER = 0.5
+"""Seconds below which a rate is not printed: a tiny file's rate measures the clock, not the ingest."""
 
 FINISH_HINT = ("keyword search finds them now, vector search once embedded by `saber docs index` "
                "or a running `saber serve`")
@@ -201,8 +204,8 @@ def _fill_with_progress(engine: RagEngine, subject: str = "vectors") -> None:
         err().print(f"interrupted: {left} chunk(s) still without vectors; {FINISH_HINT}", markup=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     seconds = time.perf_counter() - started
-    out().print(f"vectors: {total} chunk(s) embedded in {seconds:.1f} s ({total / max(seconds, 1e-6):,.1f} chunks/s); "
-                "hybrid search ready", markup=False)
+    rate = f" ({total / seconds:,.1f} chunks/s)" if seconds >= RATE_AFTER else ""
+    out().print(f"vectors: {total} chunk(s) embedded in {seconds:.1f} s{rate}; hybrid search ready", markup=False)
 
 
 def _fill_pass(engine: RagEngine, stop: threading.Event, show: Callable[[int], None]) -> str | None:
@@ -359,6 +362,7 @@ def docs_rm(
         return removed, problems
 
     removed, problems = _with_engine(remove)
-    out().print(f"removed {removed} document(s)", markup=False)
+    if removed or not problems:
+        out().print(f"removed {removed} document(s)", markup=False)
     if problems:
         raise CLIError("; ".join(problems))

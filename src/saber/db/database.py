@@ -53,6 +53,15 @@ def mask_url(url: str) -> str:
         return url.split("@")[-1]
 
 
+def postgres_url_problem(url: str) -> str | None:
+    """Why ``url`` is not a PostgreSQL URL (its password masked), or None when it is one."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme in _POSTGRES_SCHEMES:
+        return None
+    return (f"{mask_url(url)!r} is not a PostgreSQL URL (postgresql://user:password@host/database); "
+            "leave it unset for the SQLite database in SABER_HOME")
+
+
 def sqlite_path(target: str | Path) -> str | None:
     """The SQLite file (an absolute path) or ``:memory:`` that ``target`` names, None for a
     PostgreSQL URL. ``target`` is a path or a ``sqlite://`` URL in SQLAlchemy's forms
@@ -64,7 +73,8 @@ def sqlite_path(target: str | Path) -> str | None:
     if scheme in _POSTGRES_SCHEMES:
         return None
     if scheme != "sqlite":
-        raise DatabaseError(f"unsupported database URL scheme {scheme!r}: use postgresql:// (or a SQLite file path)")
+        raise DatabaseError(f"unsupported database URL {mask_url(text)!r} (scheme {scheme!r}): "
+                            "use postgresql://… or a SQLite file path")
     if rest in ("", "/", "/:memory:"):
         return ":memory:"
     if not rest.startswith("/") or "?" in rest:

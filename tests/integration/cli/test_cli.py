@@ -142,6 +142,9 @@ def test_unreachable_database_and_missing_config_are_one_line(tmp_path: Path) ->
     done = saber("tools", home=tmp_path, SABER_DATABASE_URL="postgresql://u:secretpw@127.0.0.1:9/db")
     assert done.returncode == 2 and "cannot connect to PostgreSQL" in one_line_error(done)
     assert "secretpw" not in done.stderr
+    done = saber("docs", "list", home=tmp_path, SABER_DATABASE_URL="mysql://u:secretpw@127.0.0.1/db")
+    assert done.returncode == 2 and not done.stdout
+    assert "'mysql://u:***@127.0.0.1/db' is not a PostgreSQL URL" in one_line_error(done)
     done = saber("config", home=tmp_path, SABER_CONFIG=str(tmp_path / "typo.toml"))
     assert done.returncode == 2 and "does not exist" in one_line_error(done)
 

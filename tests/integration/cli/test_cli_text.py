@@ -100,6 +100,8 @@ def test_query_from_stdin(tmp_path: Path) -> None:
 def test_errors_are_one_line_on_stderr(tmp_path: Path) -> None:
     done = saber("docs", "show", "nope", home=tmp_path)
     assert done.returncode == 1 and error_line(done) == "saber: error: no document with id 'nope'"
+    done = saber("docs", "rm", "nope", home=tmp_path)
+    assert done.returncode == 1 and not done.stdout and error_line(done) == "saber: error: no document with id 'nope'"
     done = saber("ingest", str(tmp_path / "nonexistent"), home=tmp_path)
     assert done.returncode == 2 and "no such file or folder" in error_line(done)
     home_file = tmp_path / "a-file"

@@ -153,7 +153,10 @@ def test_a_variable_of_the_wrong_shape_names_the_setting(monkeypatch: pytest.Mon
     ("SABER_TOOL_TIMEOUT", "nan", "tool_timeout"),
     ("SABER_LLM_TIMEOUT", "-1", "llm_timeout"),
     ("SABER_GRAPH_STEP_TIMEOUT", "inf", "graph_step_timeout"),
-    ("SABER_LLM_BASE_URL", "notaurl", "llm_base_url: Value error, 'notaurl' is not an http:// or https:// URL"),
+    ("SABER_LLM_BASE_URL", "notaurl", "llm_base_url: 'notaurl' is not an http:// or https:// URL"),
+    ("SABER_DATABASE_URL", "mysql://me:secret@db/saber",
+     "database_url: 'mysql://me:***@db/saber' is not a PostgreSQL URL"),
+    ("SABER_DATABASE_URL", "sqlite:///x.db", "leave it unset for the SQLite database in SABER_HOME"),
     ("SABER_EMBEDDING_BASE_URL", "localhost:8080/v1", "embedding_base_url"),
     ("SABER_LLM_TEMPERATURE", "7", "llm_temperature"),
 ])

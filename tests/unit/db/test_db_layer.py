@@ -87,7 +87,7 @@ def test_bad_targets_raise_a_clear_error(tmp_path: Path) -> None:
     junk.write_bytes(b"not a database" * 100)
     with pytest.raises(DatabaseError, match=r"junk\.db: file is not a database"):
         open_database(junk)
-    with pytest.raises(DatabaseError, match="unsupported database URL scheme 'mysql'"):
+    with pytest.raises(DatabaseError, match=r"unsupported database URL 'mysql://me:\*\*\*@host/db' \(scheme 'mysql'\)"):
         open_database("mysql://me:pw@host/db")
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -10,8 +10,10 @@ def open_store(database_url: str | None, sqlite_path: str | None = None, *, pool
     """PostgreSQL when ``database_url`` is a postgres URL, else the SQLite file at ``sqlite_path``
     (on the process's shared pool for that database, ``pool_size`` connections when it opens it)."""
     if database_url:
-        if not database_url.startswith(("postgres://", "postgresql://")):
-            raise ValueError(f"unsupported database URL scheme in {database_url.split('://')[0]!r}: use postgresql://")
+        from saber.db.database import postgres_url_problem
+
+        if problem := postgres_url_problem(database_url):
+            raise ValueError(problem)
         from saber.rag.store.postgres import PostgresStore
 
         return PostgresStore(database_url, pool_size=pool_size)
