@@ -179,6 +179,30 @@ def test_an_uploaded_document_is_listed_and_cited_under_the_answer(live: Any, pa
     page.wait_for_selector("[data-testid=doc-viewer]:has-text('drift apart')")
 
 
+def test_shared_documents_are_listed_as_shared_and_only_ones_own_can_be_deleted(live: Any, page: Any,
+                                                                                tmp_path: Path) -> None:
+    server = live(tools=TOOLS, keys=True)
+    engine = server.agent.services.knowledge
+    handbook = engine.ingest_text("Feeding handbook", "Every animal is fed twice a day.", source="handbook.md",
+                                  wait=True).document.id
+    mine = tmp_path / "otters.md"
+    mine.write_text("# Otter notes\n\nSea otters hold hands while they sleep.\n", encoding="utf-8")
+    page.goto(server.url + "/#/knowledge")
+    page.get_by_test_id("api-key").fill("key-alice")
+    page.get_by_test_id("api-key").press("Enter")
+    page.get_by_test_id("file-input").set_input_files([str(mine)])
+    page.wait_for_selector("[data-testid=documents] a:has-text('Otter notes')")
+    shared_row = page.locator(f"tr[data-document-id='{handbook}']")
+    expect(shared_row.get_by_test_id("shared")).to_be_visible()
+    expect(shared_row.get_by_test_id("delete")).to_be_hidden()
+    own_row = page.locator("tr[data-shared=false]")
+    expect(own_row.get_by_test_id("shared")).to_be_hidden()
+    page.on("dialog", lambda dialog: dialog.accept())
+    own_row.get_by_test_id("delete").click()
+    expect(own_row).to_have_count(0)
+    expect(shared_row).to_have_count(1)
+
+
 CRANES = "# 港口起重机 <img src=x onerror=window.__xss=1> [draft]\n\n" + "\n\n".join(
     f"Crane {i} lifts forty containers an hour at berth {i}, then waits for the next ship to dock." * 2
     for i in range(12))

@@ -142,11 +142,18 @@ export class KnowledgeView {
       entry.link = h("a", { href: `#/docs/${encodeURIComponent(doc.id)}` });
       entry.vectors = h("div", { class: "vectors", "data-testid": "vectors" });
       entry.chunks = h("td", { class: "num" });
-      entry.tr = h("tr", { "data-document-id": doc.id }, h("td", {}, entry.link, entry.vectors), entry.chunks,
-        h("td", {}, h("button", { class: "danger small", onclick: () => this.remove(entry.doc) }, t("delete"))));
+      entry.shared = h("span", { class: "badge shared", "data-testid": "shared", title: t("sharedHelp") }, t("shared"));
+      entry.remove = h("button", { class: "danger small", "data-testid": "delete", onclick: () => this.remove(entry.doc) },
+        t("delete"));
+      entry.tr = h("tr", { "data-document-id": doc.id }, h("td", {}, entry.link, " ", entry.shared, entry.vectors),
+        entry.chunks, h("td", {}, entry.remove));
     }
     entry.doc = doc;
     entry.link.textContent = doc.title || doc.id;
+    // a shared document (saber ingest's) is searched for everyone; only an admin may delete it
+    entry.shared.hidden = doc.shared !== true;
+    entry.remove.hidden = doc.deletable === false;
+    entry.tr.dataset.shared = String(doc.shared === true);
     entry.chunks.textContent = Number.isFinite(doc.chunks) ? `${count(doc.chunks)} ${t(doc.chunks === 1 ? "chunk" : "chunks")}` : "";
     entry.tr.dataset.search = doc.search || "none";
     const progress = vectorProgress(doc);

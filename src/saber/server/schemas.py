@@ -101,6 +101,10 @@ class DocumentOut(BaseModel):
     search: str = Field("none", description="none (not indexed), keyword (vectors being filled) or hybrid.")
     vectors: VectorFill | None = Field(None, description="While search is keyword: how the vector fill is going "
                                                          "(null otherwise).")
+    shared: bool = Field(False, description="Not the caller's own: a shared document (added with saber ingest), "
+                                            "which every user's searches see.")
+    deletable: bool = Field(True, description="The caller may delete it: its own, or shared and the caller an admin "
+                                              "(any caller on a server without API keys).")
 
 
 class DocumentDetail(DocumentOut):

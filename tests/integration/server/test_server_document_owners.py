@@ -47,11 +47,39 @@ def test_one_users_documents_never_reach_another_users_search(serve: Callable[..
     for_alice = rag(live, ALICE, "when are the animals in the north fed?")
     assert otters not in found(for_alice) and {zebras, shared} <= found(for_alice)
 
-    assert [d["id"] for d in httpx.get(live.url + "/api/documents", headers=BOB).json()] == [otters]
+    listed = {d["id"]: (d["shared"], d["deletable"]) for d in httpx.get(live.url + "/api/documents", headers=BOB).json()}
+    assert listed == {otters: (False, True), shared: (True, False)}  # what Bob's searches see, no more
     assert httpx.get(f"{live.url}/api/documents/{zebras}", headers=BOB).status_code == 404
+    assert httpx.get(f"{live.url}/api/documents/{shared}", headers=BOB).json()["text"].startswith("Every animal")
     assert httpx.delete(f"{live.url}/api/documents/{zebras}", headers=BOB).status_code == 404
+    refused = httpx.delete(f"{live.url}/api/documents/{shared}", headers=BOB)
+    assert refused.status_code == 403 and "admin" in refused.json()["error"]["message"]
     assert httpx.delete(f"{live.url}/api/documents/{otters}", headers=BOB).json() == {"deleted": True}
     assert otters not in {d.id for d in engine.list_documents(hidden=())}
+    assert shared in {d.id for d in engine.list_documents(hidden=())}
+
+
+def test_an_admin_deletes_a_shared_document_and_a_keyless_server_is_its_operators(
+        serve: Callable[..., LiveServer], tmp_path: Any) -> None:
+    live = serve(keys=True, model=False, server_admins=["alice"])
+    engine = live.agent.services.knowledge
+    assert engine is not None
+    shared = engine.ingest_text("Handbook", "Feed twice a day.", source="handbook.md", wait=True).document.id
+    [row] = httpx.get(live.url + "/api/documents", headers=ALICE).json()
+    assert (row["id"], row["shared"], row["deletable"]) == (shared, True, True)
+    assert httpx.delete(f"{live.url}/api/documents/{shared}", headers=ALICE).json() == {"deleted": True}
+    assert engine.list_documents(hidden=()) == []
+    assert httpx.delete(f"{live.url}/api/documents/{shared}", headers=ALICE).status_code == 404
+    live.stop()
+
+    local = serve(model=False, home=tmp_path / "local")  # no keys: one local user, the operator
+    engine = local.agent.services.knowledge
+    assert engine is not None
+    shared = engine.ingest_text("Handbook", "Feed twice a day.", source="handbook.md", wait=True).document.id
+    [row] = httpx.get(local.url + "/api/documents").json()
+    assert (row["id"], row["shared"], row["deletable"]) == (shared, True, True)
+    assert httpx.delete(f"{local.url}/api/documents/{shared}").json() == {"deleted": True}
+    assert httpx.get(local.url + "/api/documents").json() == []
 
 
 def test_owners_kept_by_an_earlier_version_in_server_db_are_moved_into_the_knowledge_base(
@@ -70,7 +98,7 @@ def test_owners_kept_by_an_earlier_version_in_server_db_are_moved_into_the_knowl
     db.close()
 
     live = serve(keys=True, model=False, home=home)
-    assert [d["id"] for d in httpx.get(live.url + "/api/documents", headers=ALICE).json()] == [doc]
+    assert [(d["id"], d["shared"]) for d in httpx.get(live.url + "/api/documents", headers=ALICE).json()] == [(doc, False)]
     assert httpx.get(live.url + "/api/documents", headers=BOB).json() == []
     db = sqlite3.connect(str(home / "server.db"))
     assert db.execute("SELECT name FROM sqlite_master WHERE name = 'document_owners'").fetchall() == []

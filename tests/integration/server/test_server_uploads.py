@@ -48,7 +48,7 @@ def test_one_bad_file_does_not_stop_the_others(serve: Callable[..., LiveServer])
                                                                  ("good2.md", "added")]
         assert results[1]["error"] == "empty.txt: no text found (the file is empty)" and results[1]["document"] is None
         assert sorted(d["title"] for d in client.get("/api/documents").json()) == ["One", "Two"]
-        assert len(leftovers(live)) == 2, "the failed file's folder is gone"
+        assert leftovers(live) == [], "a stored file's copy is gone once read, a failed one's too"
 
         r = client.post("/api/documents", files=[("files", ("empty.txt", b"", "text/plain")),
                                                  ("files", ("tool.exe", b"MZ", "application/octet-stream"))])
@@ -57,7 +57,7 @@ def test_one_bad_file_does_not_stop_the_others(serve: Callable[..., LiveServer])
                                      "empty); tool.exe: unsupported file type .exe; supported: .txt, .md, .markdown, "
                                      ".html, .htm, .pdf, .docx"}
         assert [f["status"] for f in r.json()["files"]] == ["failed", "failed"]
-        assert len(leftovers(live)) == 2
+        assert leftovers(live) == []
 
 
 def test_titles_and_names_are_the_files_as_uploaded(serve: Callable[..., LiveServer]) -> None:

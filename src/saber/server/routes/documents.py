@@ -2,7 +2,12 @@
 
 An upload stores each file on its own and answers with every file's result (added, updated,
 unchanged or failed, with the error). A document is titled by its content or else by its file
-name as uploaded; the file is saved on the server under a sanitised name, which no client sees.
+name as uploaded; the file is spooled to disk under a sanitised name, which no client sees, and
+removed once read: the knowledge base keeps the text.
+
+A caller lists and reads what its searches see: its own documents and the shared ones (``saber
+ingest``'s, marked ``shared``). It deletes its own; a shared one only on a server without API
+keys (one local user, the operator) or with an admin key (``server.admins``): ``deletable`` says.
 
 An upload answers once its documents are keyword-searchable; their vectors are filled in the
 background (``embedded_chunks`` of ``chunks``; ``search`` turns from ``keyword`` to ``hybrid``).
@@ -23,6 +28,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Request, UploadFile
 from fastapi.responses import JSONResponse
 
+from saber.config import Settings
 from saber.rag.documents import Document, EmbeddingError, FileTooLarge, IngestResult, RagError
 from saber.rag.engine import RagEngine
 from saber.rag.filler import FillStatus
@@ -60,12 +66,39 @@ def _shown_source(source: str) -> str:
     return Path(source).name if Path(source).is_absolute() else source
 
 
-def _out(doc: Document, fill: FillStatus | None = None) -> DocumentOut:
+def _out(doc: Document, fill: FillStatus | None = None, *, shared: bool = False, deletable: bool = True) -> DocumentOut:
     vectors = VectorFill(**fill.to_dict()) if fill is not None and doc.search == "keyword" else None
     return DocumentOut(id=doc.id, title=doc.title, source=_shown_source(doc.source), doc_type=doc.doc_type,
                        chunks=doc.chunk_count, indexed=doc.indexed,
                        created_at=doc.created_at.isoformat() if doc.created_at else None,
-                       embedded_chunks=doc.embedded_count, search=doc.search, vectors=vectors)
+                       embedded_chunks=doc.embedded_count, search=doc.search, vectors=vectors,
+                       shared=shared, deletable=deletable)
+
+
+class _View:
+    """What one caller sees of the knowledge base: the documents hidden from it (other users'
+    when the server has keys) and its own; whether it may delete the shared ones."""
+
+    def __init__(self, engine: RagEngine, user: str, settings: Settings) -> None:
+        self.mine = engine.owned_by(user)
+        self.hidden = engine.hidden_from(user) if settings.has_api_keys else set()
+        self.manages_shared = not settings.has_api_keys or user in settings.server_admins
+
+    def visible(self, document_id: str) -> bool:
+        return document_id not in self.hidden
+
+    def shared(self, document_id: str) -> bool:
+        return document_id not in self.mine
+
+    def deletable(self, document_id: str) -> bool:
+        return not self.shared(document_id) or self.manages_shared
+
+    def out(self, doc: Document, fill: FillStatus | None) -> DocumentOut:
+        return _out(doc, fill, shared=self.shared(doc.id), deletable=self.deletable(doc.id))
+
+
+async def _view(engine: RagEngine, user: str, settings: Settings) -> _View:
+    return await asyncio.to_thread(_View, engine, user, settings)
 
 
 async def _fill_status(engine: RagEngine, docs: list[Document]) -> FillStatus | None:
@@ -156,9 +189,8 @@ async def _upload_one(upload_file: UploadFile, engine: RagEngine, uploads: Path,
         try:
             await _save(upload_file, target, name, engine.max_bytes)
             result = await asyncio.to_thread(_ingest, engine, target, name, user)
-        except BaseException:
+        finally:  # the knowledge base keeps the text; the copy on disk was only for the loader
             await asyncio.to_thread(shutil.rmtree, folder, True)
-            raise
     except _FileFailed as failed:
         return UploadResult(file=name, status="failed", error=failed.message), failed
     claim = partial(engine.add_owner, result.document.id, user, only_if_owned=result.status == "unchanged")
@@ -191,32 +223,43 @@ async def upload(files: Annotated[list[UploadFile], File(description="One or mor
     return JSONResponse(body.model_dump(), status_code=status)
 
 
-@router.get("", response_model=list[DocumentOut], summary="The caller's documents")
-async def list_documents(request: Request, agent: AgentDep, user: UserDep) -> list[DocumentOut]:
+@router.get("", response_model=list[DocumentOut], summary="The documents the caller's searches see")
+async def list_documents(agent: AgentDep, settings: SettingsDep, user: UserDep) -> list[DocumentOut]:
+    """The caller's own documents and the shared ones (``shared: true``), newest first."""
     engine = _engine(agent)
-    mine = await asyncio.to_thread(engine.owned_by, user)
-    docs = [d for d in await asyncio.to_thread(engine.list_documents, hidden=()) if d.id in mine]
+    view = await _view(engine, user, settings)
+    docs = await asyncio.to_thread(engine.list_documents, hidden=view.hidden)
     fill = await _fill_status(engine, docs)
-    return [_out(d, fill) for d in docs]
+    return [view.out(d, fill) for d in docs]
 
 
-@router.get("/{document_id}", response_model=DocumentDetail, summary="One of the caller's documents, with its text")
-async def get_document(document_id: str, agent: AgentDep, user: UserDep) -> DocumentDetail:
+@router.get("/{document_id}", response_model=DocumentDetail, summary="One document the caller sees, with its text")
+async def get_document(document_id: str, agent: AgentDep, settings: SettingsDep, user: UserDep) -> DocumentDetail:
     engine = _engine(agent)
-    if document_id not in await asyncio.to_thread(engine.owned_by, user):
+    view = await _view(engine, user, settings)
+    if not view.visible(document_id):
         raise not_found(f"document {document_id!r}")
     try:
         doc = await asyncio.to_thread(engine.get_document, document_id)
     except RagError:
         raise not_found(f"document {document_id!r}") from None
-    return DocumentDetail(**_out(doc, await _fill_status(engine, [doc])).model_dump(), text=doc.content or "")
+    return DocumentDetail(**view.out(doc, await _fill_status(engine, [doc])).model_dump(), text=doc.content or "")
 
 
-@router.delete("/{document_id}", response_model=DeletedResponse, summary="Delete one of the caller's documents")
-async def delete_document(document_id: str, agent: AgentDep, user: UserDep) -> DeletedResponse:
+@router.delete("/{document_id}", response_model=DeletedResponse, summary="Delete a document")
+async def delete_document(document_id: str, agent: AgentDep, settings: SettingsDep, user: UserDep) -> DeletedResponse:
+    """The caller's own document (gone once no other user holds it too), or a shared one for an
+    admin (or anyone on a server without API keys)."""
     engine = _engine(agent)
-    if document_id not in await asyncio.to_thread(engine.owned_by, user):
+    view = await _view(engine, user, settings)
+    if not view.visible(document_id):
         raise not_found(f"document {document_id!r}")
-    if await asyncio.to_thread(engine.release, document_id, user):
+    if not view.deletable(document_id):
+        raise ApiError(403, "forbidden", "a shared document: deleting it needs an admin key (server.admins), "
+                                         "or `saber docs rm` on the server")
+    if view.shared(document_id):
+        if not await asyncio.to_thread(engine.delete_document, document_id):
+            raise not_found(f"document {document_id!r}")
+    elif await asyncio.to_thread(engine.release, document_id, user):  # nobody else holds it
         await asyncio.to_thread(engine.delete_document, document_id)
     return DeletedResponse(deleted=True)
