@@ -18,8 +18,9 @@ What is measured, side by side in one run:
 - real ingest of the labelled fixture corpus (tests/fixtures/rag) with the bundled embedder, the
   previous way (embed every chunk, then write) beside the new one (write keyword-searchable, then
   fill the vectors): time until keyword-searchable and until fully embedded (KB/s), recall@5 and
-  MRR of keyword search and of hybrid search on its 49 labelled questions; and the same for one
-  ~210 KB Markdown file made of the corpus repeated (``--ingest``).
+  MRR of keyword search and of hybrid search on its 49 labelled questions; the same for one
+  ~210 KB Markdown file made of the corpus repeated; and a new version of a ~56 KB file with one
+  paragraph edited, unchanged chunks keeping their vectors beside embedding every chunk (``--ingest``).
 """
 
 from __future__ import annotations
@@ -151,15 +152,52 @@ LARGE_COPIES = 15
 """The large input: the labelled corpus concatenated this many times (one Markdown file, ~210 KB)."""
 
 
-def large_markdown(files: list[Path], folder: Path) -> Path:
-    """One Markdown file of LARGE_COPIES copies of the labelled corpus, each copy under its own heading."""
+def large_markdown(files: list[Path], folder: Path, copies: int = LARGE_COPIES) -> Path:
+    """One Markdown file of ``copies`` copies of the labelled corpus, each copy under its own heading."""
     parts = []
-    for n in range(LARGE_COPIES):
+    for n in range(copies):
         parts.append(f"# Part {n + 1}\n")
         parts.extend(p.read_text(encoding="utf-8").replace("\n#", "\n##") for p in files)
-    path = folder / "corpus-x15.md"
+    path = folder / f"corpus-x{copies}.md"
     path.write_text("\n\n".join(parts), encoding="utf-8")
     return path
+
+
+VERSION_COPIES = 4
+"""The file a new version is measured on: the labelled corpus this many times (~56 KB)."""
+
+
+def run_new_version(files: list[Path], embedder: Any, chunking: Any) -> None:
+    """A new version of a file with one paragraph edited in its middle: the vectors its unchanged
+    chunks keep (now) against embedding every chunk of it again (before), side by side."""
+    from saber.rag import SQLiteStore
+
+    with tempfile.TemporaryDirectory(prefix="saber-rag-version-") as tmp:
+        path = large_markdown(files, Path(tmp), VERSION_COPIES)
+        text = path.read_text(encoding="utf-8")
+        paragraphs = text.split("\n\n")
+        middle = len(paragraphs) // 2
+        paragraphs[middle] += " This paragraph was edited for the new version."
+        edited = "\n\n".join(paragraphs)
+        kb = len(edited.encode()) / 1024
+        now = RagEngine(SQLiteStore(Path(tmp) / "now.db"), embedder, chunking=chunking, background_vectors=False)
+        now.ingest_text("Corpus", text, source="corpus.md", wait=True)
+        t0 = time.perf_counter()
+        doc = now.ingest_text("Corpus", edited, source="corpus.md", wait=False).document
+        again = now.pending_count(doc.id)
+        now.fill_vectors()
+        kept_way = time.perf_counter() - t0
+        before = RagEngine(SQLiteStore(Path(tmp) / "before.db"), embedder, chunking=chunking, background_vectors=False)
+        t0 = time.perf_counter()
+        before.ingest_text("Corpus", edited, source="corpus.md", wait=True)
+        every_chunk = time.perf_counter() - t0
+        for engine in (now, before):
+            engine.close()
+    print(f"a new version of a {kb:.0f} KB file ({doc.chunk_count} chunks), one paragraph edited in its middle "
+          f"(load average {os.getloadavg()[0]:.1f}):")
+    print(f"    before (embed every chunk): {every_chunk:7.2f} s ({kb / every_chunk:7.1f} KB/s)")
+    print(f"    now (unchanged chunks keep their vectors, {again} embedded): {kept_way:7.2f} s "
+          f"({kb / kept_way:7.1f} KB/s), x{every_chunk / kept_way:.0f}", flush=True)
 
 
 def embed_first(engine: RagEngine, path: Path) -> str:
@@ -263,6 +301,7 @@ def run_ingest(configs: list[tuple[int, int]], rounds: int = 2) -> None:
                   f"({kb / before['searchable']:7.1f} KB/s)")
             print(f"    now, keyword-searchable:    {now['searchable']:7.2f} s ({kb / now['searchable']:7.1f} KB/s)")
             print(f"    now, fully embedded:        {now['filled']:7.2f} s ({kb / now['filled']:7.1f} KB/s)", flush=True)
+    run_new_version(files, embedder, chunking)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"  (load average {load:.1f} on {os.cpu_count()} cores)")
 

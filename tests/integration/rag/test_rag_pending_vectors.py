@@ -119,6 +119,46 @@ def test_a_replaced_documents_old_chunks_never_get_vectors(store_factory: StoreF
     writer.close()
 
 
+class RecordingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.embedded: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_new_version_keeps_the_vectors_of_the_chunks_it_did_not_change(store_factory: StoreFactory) -> None:
+    embedder = RecordingEmbedder()
+    engine = RagEngine(store_factory(), embedder, background_vectors=False)
+    cranes = "\n\n".join(f"Paragraph {i} is about the harbour crane number {i}." for i in range(60))
+    first = engine.ingest_text("Cranes", cranes, source="cranes.md", wait=True).document
+    assert engine.get_document(first.id).search == "hybrid"
+    embedded_first = set(embedder.embedded)
+    assert len(embedded_first) == first.chunk_count
+    before = {hit.chunk: hit.score for hit in engine.search("harbour crane number 39", 3, mode="vector")}
+    embedder.embedded.clear()
+
+    edited = cranes.replace("crane number 4.", "crane number 4, rebuilt in 2025.") + "\n\nParagraph 12 is new."
+    second = engine.ingest_text("Cranes", edited, source="cranes.md", wait=False)
+    assert second.status == "new_version"
+    doc = engine.get_document(first.id)
+    pending = engine.pending_count(doc.id)
+    assert 2 <= pending < doc.chunk_count // 2  # the changed chunks (and their overlapping neighbours) only
+    assert doc.embedded_count == doc.chunk_count - pending
+    after = {hit.chunk: hit.score for hit in engine.search("harbour crane number 39", 3, mode="vector")}
+    kept = before.keys() & after.keys()
+    assert kept and all(after[chunk] == before[chunk] for chunk in kept)  # far from the edits: the same vectors
+
+    assert engine.fill_vectors() == pending and engine.pending_count() == 0
+    again = set(embedder.embedded)
+    assert len(again) == pending and not again & embedded_first  # nothing unchanged was embedded twice
+    assert any("rebuilt in 2025" in t for t in again) and any("is new" in t for t in again)
+    assert "rebuilt in 2025" in engine.search("rebuilt in 2025", 1, mode="vector")[0].chunk
+    engine.close()
+
+
 def test_two_fillers_never_embed_the_same_chunk(store_factory: StoreFactory) -> None:
     """Two fillers (two connections, as two processes) each hold a batch at the same moment: on
     PostgreSQL locked rows are skipped, on SQLite claimed rows are left out of the next claim."""

@@ -162,6 +162,7 @@ class SqlStore(ABC):
         rev = self._bump(cur)
         now = datetime.now(UTC).isoformat()
         previous = self._doc_where(cur, "d.doc_key = ?", doc.key)
+        reuse: dict[tuple[str, str], Any] = {}
         if previous is None:
             doc_id = uuid.uuid4().hex
             self._exec(
@@ -185,10 +186,11 @@ class SqlStore(ABC):
                 "version = version + 1, indexed = 0, updated_at = ? WHERE id = ?",
                 (doc.title, doc.doc_type, doc.summary, h, doc.content, now, doc_id),
             )
+            reuse = self._previous_vectors(cur, doc_id)
             self._clear_chunks(cur, doc_id, rev)
             status = "new_version"
         if chunks:
-            self._write_chunks(cur, doc_id, sections, chunks, vectors, rev)
+            self._write_chunks(cur, doc_id, sections, chunks, vectors, rev, reuse=reuse)
         stored = self._doc_where(cur, "d.id = ?", doc_id)
         assert stored is not None
         return IngestResult(document=stored, status=status, chunks=len(chunks))  # type: ignore[arg-type]
@@ -200,8 +202,9 @@ class SqlStore(ABC):
             rev = self._bump(cur)
             if self._doc_where(cur, "d.id = ?", document_id) is None:
                 raise DocumentNotFound(f"no document with id {document_id!r}")
+            reuse = self._previous_vectors(cur, document_id)
             self._clear_chunks(cur, document_id, rev)
-            self._write_chunks(cur, document_id, sections, chunks, vectors, rev)
+            self._write_chunks(cur, document_id, sections, chunks, vectors, rev, reuse=reuse)
             stored = self._doc_where(cur, "d.id = ?", document_id)
             assert stored is not None
             return stored
@@ -218,10 +221,21 @@ class SqlStore(ABC):
         self._exec(cur, "DELETE FROM rag_sections WHERE document_id = ?", (doc_id,))
         self._exec(cur, "UPDATE rag_documents SET indexed = 0 WHERE id = ?", (doc_id,))
 
+    def _previous_vectors(self, cur: Any, doc_id: str) -> dict[tuple[str, str], Any]:
+        """The vectors of a document's current chunks by (heading, text): what its next version can
+        keep for the chunks it did not change (the store's one embedder made them all)."""
+        if not self._has_chunk_table(cur):
+            return {}
+        rows = self._exec(cur, "SELECT heading, text, embedding FROM rag_chunks "
+                               "WHERE document_id = ? AND embedding IS NOT NULL", (doc_id,)).fetchall()
+        return {(str(r[0]), str(r[1])): r[2] for r in rows}
+
     def _write_chunks(
         self, cur: Any, doc_id: str, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None,
-        rev: int,
+        rev: int, *, reuse: dict[tuple[str, str], Any] | None = None,
     ) -> None:
+        """Write the chunks with ``vectors``; without them, a chunk whose heading and text the
+        previous version had (``reuse``) keeps that vector and only the others wait for the filler."""
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not self._has_chunk_table(cur):
@@ -230,11 +244,17 @@ class SqlStore(ABC):
             "INSERT INTO rag_sections (document_id, ordinal, text) VALUES (?, ?, ?)",
             [(doc_id, i, text) for i, text in enumerate(sections)],
         )
+        if vectors is not None:
+            stored: list[Any] = [self._vector_param(v) for v in vectors]
+        else:
+            kept = reuse or {}
+            stored = [kept.get((c.heading, c.text)) for c in chunks]
         self._insert_chunk_rows(cur, [
-            (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), c.heading, rev,
-             None if vectors is None else self._vector_param(vectors[i]))
+            (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), c.heading, rev, stored[i])
             for i, c in enumerate(chunks)
         ])
+        if any(v is not None for v in stored):
+            self._bump(cur, "vectors")
         self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
 
     def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
