@@ -253,8 +253,6 @@ class SqlStore(ABC):
             (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), c.heading, rev, stored[i])
             for i, c in enumerate(chunks)
         ])
-        if any(v is not None for v in stored):
-            self._bump(cur, "vectors")
         self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
 
     def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
