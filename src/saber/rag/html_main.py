@@ -7,26 +7,43 @@ the stored text, so its XML is rendered here instead: every character of the pag
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+_BLOCK_TAG = re.compile(r"<(?:p|h[1-6]|table|tr|li|pre|blockquote)\b", re.IGNORECASE)
 
 
 def extract_main(html: str) -> tuple[str, str] | None:
     """(title, text) of the page's main content, or None when trafilatura finds none (a tiny page:
-    the caller then reads the whole page)."""
+    the caller then reads the page itself, without its navigation)."""
+    found = _extract(html, favor_recall=True)
+    if found is not None and len(found[1]) == 1 and len(_BLOCK_TAG.findall(html)) > 1:
+        # one block from a page of several: trafilatura judged the page too small and fell back to
+        # its baseline, the whole body run together (navigation and table cells included)
+        found = _extract(html, favor_precision=True)
+        if found is None or len(found[1]) == 1:
+            return None
+    if found is None:
+        return None
+    title, blocks = found
+    return title, "\n\n".join(blocks)
+
+
+def _extract(html: str, **judgement: bool) -> tuple[str, list[str]] | None:
+    """trafilatura's main content as (title, non-empty blocks), None when it finds none."""
     import trafilatura
     from lxml import etree
 
     xml = trafilatura.extract(html, output_format="xml", include_tables=True, include_comments=False,
-                              favor_recall=True, with_metadata=True, deduplicate=False)
+                              with_metadata=True, deduplicate=False, **judgement)
     if not xml:
         return None
     root = etree.fromstring(xml.encode("utf-8"))
     main = root.find("main")
-    blocks = [_block(child) for child in (main if main is not None else root)]
-    text = "\n\n".join(b for b in blocks if b.strip())
-    if not text.strip():
+    blocks = [b for b in (_block(child) for child in (main if main is not None else root)) if b.strip()]
+    if not blocks:
         return None
-    return (root.get("title") or "").strip(), text
+    return (root.get("title") or "").strip(), blocks
 
 
 def _text(el: Any) -> str:

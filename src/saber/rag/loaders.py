@@ -102,35 +102,49 @@ def _load_md(p: Path) -> tuple[str, str]:
 
 
 class _HtmlToText(HTMLParser):
-    _SKIP = {"script", "style", "noscript", "template", "svg", "head"}
-    _BLOCK = {"p", "div", "section", "article", "li", "tr", "br", "table", "ul", "ol", "blockquote", "pre", "hr"}
+    """A page's text with its headings, paragraphs and table rows (``| a | b |``); with
+    ``boilerplate=False`` without navigation, page headers and footers, asides and forms."""
 
-    def __init__(self) -> None:
+    _SKIP = {"script", "style", "noscript", "template", "svg", "head"}
+    _BOILERPLATE = {"nav", "header", "footer", "aside", "form"}
+    _BLOCK = {"p", "div", "section", "article", "main", "li", "br", "table", "ul", "ol", "blockquote", "pre", "hr"}
+
+    def __init__(self, *, boilerplate: bool = True) -> None:
         super().__init__(convert_charrefs=True)
+        self.skipped = self._SKIP if boilerplate else self._SKIP | self._BOILERPLATE
         self.parts: list[str] = []
         self.title = ""
         self._skip = 0
+        self._cell = 0
         self._in_title = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self._SKIP:
+        if tag in self.skipped:
             self._skip += 1
         if tag == "title":
             self._in_title = True
         elif re.fullmatch(r"h[1-6]", tag):
             self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag == "tr":
+            self.parts.append("\n|")
+        elif tag in ("td", "th"):
+            self._cell += 1
+            self.parts.append(" ")
         elif tag in self._BLOCK:
             self.parts.append("\n\n" if tag != "br" else "\n")
         if tag == "pre":
             self.parts.append("```\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in self._SKIP and self._skip:
+        if tag in self.skipped and self._skip:
             self._skip -= 1
         if tag == "title":
             self._in_title = False
         elif tag == "pre":
             self.parts.append("\n```\n\n")
+        elif tag in ("td", "th"):
+            self._cell = max(0, self._cell - 1)
+            self.parts.append(" |")
         elif re.fullmatch(r"h[1-6]", tag) or tag in self._BLOCK:
             self.parts.append("\n\n")
 
@@ -138,7 +152,12 @@ class _HtmlToText(HTMLParser):
         if self._in_title:
             self.title += data
         elif not self._skip:
-            self.parts.append(data)
+            self.parts.append(data.replace("|", "\\|") if self._cell else data)
+
+    def text(self) -> str:
+        text = re.sub(r"[ \t]+", " ", "".join(self.parts))
+        text = re.sub(r"\n[ \t]+", "\n", text)
+        return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 def _load_html(p: Path) -> tuple[str, str]:
@@ -151,11 +170,12 @@ def _load_html(p: Path) -> tuple[str, str]:
     if main is not None:
         parser.feed(source[: source.lower().find("</title>") + 8] if "</title>" in source.lower() else "")
         return html.unescape(parser.title).strip() or main[0], main[1]
-    parser.feed(source)
-    parser.close()
-    text = "".join(parser.parts)
-    text = re.sub(r"[ \t]+", " ", text)
-    text = re.sub(r"\n[ \t]+", "\n", text)
+    for boilerplate in (False, True):  # the page without its navigation; all of it when that is all it has
+        parser = _HtmlToText(boilerplate=boilerplate)
+        parser.feed(source)
+        parser.close()
+        if text := parser.text():
+            break
     return html.unescape(parser.title).strip(), text
 
 

@@ -125,6 +125,31 @@ def test_corrupt_docx_is_named_as_such(tmp_path: Path) -> None:
         load_file(p)
 
 
+TINY_PAGE = ("<html><body><nav>Home | About | Contact</nav><main><h1>Tea guide</h1>"
+             "<p>Green tea is brewed at 80 degrees.</p><table><tr><th>Tea</th><th>Temp</th></tr>"
+             "<tr><td>Green</td><td>80</td></tr><tr><td>Black | Pu-erh</td><td>95</td></tr></table></main>"
+             "<footer>Copyright 2026</footer></body></html>")
+TINY_TEXT = "# Tea guide\n\nGreen tea is brewed at 80 degrees.\n\n| Tea | Temp |{rule}\n| Green | 80 |\n| Black \\| Pu-erh | 95 |"
+
+
+def test_a_page_too_small_for_trafilatura_keeps_its_structure_not_its_navigation(tmp_path: Path) -> None:
+    """trafilatura runs a small page's whole body into one line (its baseline); the loader sees the
+    one block and asks again, judging for precision."""
+    p = tmp_path / "tea.html"
+    p.write_text(TINY_PAGE, encoding="utf-8")
+    assert load_file(p).text == TINY_TEXT.format(rule="\n|---|---|")
+
+
+def test_when_trafilatura_finds_nothing_the_page_is_read_without_its_navigation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from saber.rag import html_main
+
+    monkeypatch.setattr(html_main, "extract_main", lambda html: None)
+    p = tmp_path / "tea.html"
+    p.write_text(TINY_PAGE, encoding="utf-8")
+    assert load_file(p).text == TINY_TEXT.format(rule="")
+
+
 def test_html_with_no_main_content_is_read_whole(tmp_path: Path) -> None:
     p = tmp_path / "links.html"
     p.write_text("<html><body><nav>Home | About</nav></body></html>", encoding="utf-8")
