@@ -16,11 +16,11 @@ _BLOCK_TAG = re.compile(r"<(?:p|h[1-6]|table|tr|li|pre|blockquote)\b", re.IGNORE
 def extract_main(html: str) -> tuple[str, str] | None:
     """(title, text) of the page's main content, or None when trafilatura finds none (a tiny page:
     the caller then reads the page itself, without its navigation)."""
-    found = _extract(html, favor_recall=True)
+    found = _extract(html, precision=False)
     if found is not None and len(found[1]) == 1 and len(_BLOCK_TAG.findall(html)) > 1:
         # one block from a page of several: trafilatura judged the page too small and fell back to
         # its baseline, the whole body run together (navigation and table cells included)
-        found = _extract(html, favor_precision=True)
+        found = _extract(html, precision=True)
         if found is None or len(found[1]) == 1:
             return None
     if found is None:
@@ -29,13 +29,15 @@ def extract_main(html: str) -> tuple[str, str] | None:
     return title, "\n\n".join(blocks)
 
 
-def _extract(html: str, **judgement: bool) -> tuple[str, list[str]] | None:
-    """trafilatura's main content as (title, non-empty blocks), None when it finds none."""
+def _extract(html: str, *, precision: bool) -> tuple[str, list[str]] | None:
+    """trafilatura's main content as (title, non-empty blocks), None when it finds none; judged
+    for recall (what a knowledge base wants) or, asked again, for precision."""
     import trafilatura
     from lxml import etree
 
     xml = trafilatura.extract(html, output_format="xml", include_tables=True, include_comments=False,
-                              with_metadata=True, deduplicate=False, **judgement)
+                              with_metadata=True, deduplicate=False, favor_recall=not precision,
+                              favor_precision=precision)
     if not xml:
         return None
     root = etree.fromstring(xml.encode("utf-8"))
