@@ -111,6 +111,9 @@ def ingest_command(
         if size:
             rate = f", {size / 1024 / seconds:,.1f} KB/s" if seconds >= RATE_AFTER else ""  # not a 0.01 s guess
             out().print(f"searchable by keyword after {seconds:.2f} s ({size / 1024:,.1f} KB{rate})", markup=False)
+        if counts["kept"]:
+            out().print(f"vectors: {counts['kept']} chunk(s) unchanged from the previous version(s) kept theirs",
+                        markup=False)
         for message in failures:
             err().print(line(("  ✗ ", "red"), message))
         if no_wait:
@@ -149,7 +152,7 @@ def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]
 
     from saber.rag.documents import RagError
 
-    counts = {"created": 0, "new_version": 0, "unchanged": 0, "indexed": 0, "failed": 0}
+    counts = {"created": 0, "new_version": 0, "unchanged": 0, "indexed": 0, "failed": 0, "kept": 0}
     chunks = size = 0
     failures: list[str] = []
     pending: list[str] = []
@@ -167,6 +170,8 @@ def _ingest_all(engine: RagEngine, files: list[tuple[Path, bool]]
                 if result.status != "unchanged":
                     chunks += result.chunks
                     size += path.stat().st_size
+                if result.status == "new_version":  # its unchanged chunks kept their vectors
+                    counts["kept"] += result.document.embedded_count
                 if result.document.search == "keyword":
                     pending.append(path.name)
             progress.advance(overall)

@@ -90,6 +90,23 @@ def test_ingest_prints_rates_once_they_measure_something(app: typer.Typer, tmp_p
     assert re.search(r"chunk\(s\) embedded in [\d.]+ s \([\d,.]+ chunks/s\)", result.output), result.output
 
 
+def test_a_new_version_says_how_many_chunks_kept_their_vectors(app: typer.Typer, tmp_path: Path) -> None:
+    path = tmp_path / "cranes.md"
+    sections = [f"# Crane {i}\n\n" + f"Crane {i} lifts forty containers an hour at berth {i}. " * 8 for i in range(6)]
+    path.write_text("\n\n".join(sections), encoding="utf-8")
+    runner = CliRunner()
+    first = runner.invoke(app, ["ingest", str(path)])
+    assert first.exit_code == 0 and "kept" not in first.output, first.output
+    path.write_text("\n\n".join(sections[:5] + [sections[5].replace("forty", "fifty")]), encoding="utf-8")
+    second = runner.invoke(app, ["ingest", str(path)])
+    assert second.exit_code == 0, second.output
+    indexed = int(re.search(r"(\d+) chunk\(s\) indexed", second.output).group(1))  # type: ignore[union-attr]
+    kept = int(re.search(r"vectors: (\d+) chunk\(s\) unchanged from the previous version\(s\) kept theirs",
+                         second.output).group(1))  # type: ignore[union-attr]
+    embedded = int(re.search(r"vectors: (\d+) chunk\(s\) embedded", second.output).group(1))  # type: ignore[union-attr]
+    assert kept >= 5 and embedded >= 1 and kept + embedded == indexed
+
+
 def test_ingest_no_wait_leaves_vectors_to_docs_index(app: typer.Typer, tmp_path: Path) -> None:
     import json
 
