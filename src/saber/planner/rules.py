@@ -58,26 +58,50 @@ def rule_plan(
     warnings: list[str] = []
     agents = agents or {}
     prefs = dict(preferences or {})
-    raw = _pipeline(query, agents)
+    raw = _pipeline(query, agents, tools, prefs, _place_finder(city_from_query), warnings)
     if not raw:
         raw = _tool_rules(query, tools, prefs, _place_finder(city_from_query), warnings)
     checked = validate_nodes(raw, tools, agents=agents, placeholders=False)  # the query is text, never a reference
     return ParsedPlan(nodes=checked.nodes, format="rules", shape="rules", warnings=warnings + checked.warnings)
 
 
-def _pipeline(query: str, agents: Mapping[str, str]) -> list[dict[str, Any]]:
-    """research → writer → (review) → (doc); doc depends on the writer (its report) and the review."""
+_CLAUSE = re.compile(r"[，,；;。！!？?\n]+")
+_CONNECTOR = re.compile(r"^(?:(?:然后|接着|之后|再|并且?|同时|另外|最后|and\s+then|and|then|also|finally)\s*)+",
+                        re.IGNORECASE)
+
+
+def _pipeline(query: str, agents: Mapping[str, str], tools: Mapping[str, Tool], prefs: dict[str, Any],
+              find_places: PlaceFinder, warnings: list[str]) -> list[dict[str, Any]]:
+    """research → writer → (review) → (doc); doc depends on the writer (its report) and the review.
+
+    A clause beside the research request that asks the time or the weather ("东京几点，然后写一份
+    关于东京的报告") is its own tool call, run beside the research and given to the writer; the
+    research then works on its own clause (its topic "东京", not "东京几点")."""
     if not kw.is_research_request(query) or "research_agent" not in agents or "writer_agent" not in agents:
         return []
+    asides: list[list[tuple[str, dict[str, Any]]]] = []
+    goal = query
+    clauses = [c.strip() for c in _CLAUSE.split(query) if c.strip()]
+    if any(kw.is_research_request(c) for c in clauses):  # else the request spans the clauses: keep it whole
+        for clause in clauses:
+            calls = [] if kw.is_research_request(clause) else place_calls(
+                _CONNECTOR.sub("", clause), tools, prefs, find_places=find_places, warnings=warnings)
+            if calls:
+                asides.append(calls)
+                goal = re.sub(re.escape(clause) + r"[，,；;。！!？?\s]*", "", goal, count=1)
+        goal = _CONNECTOR.sub("", goal.strip(" ，,；;。")) or query
     raw: list[dict[str, Any]] = []
 
     def stage(agent: str, depends_on: list[str]) -> str:
         node_id = f"n{len(raw) + 1}"
-        raw.append({"id": node_id, "type": "sub_agent", "agent": agent, "goal": query, "params": {}, "depends_on": depends_on})
+        raw.append({"id": node_id, "type": "sub_agent", "agent": agent, "goal": goal, "params": {}, "depends_on": depends_on})
         return node_id
 
-    research = stage("research_agent", [])
-    writer = stage("writer_agent", [research])
+    found = [stage("research_agent", [])]
+    for name, params in (call for calls in asides for call in calls):
+        found.append(f"n{len(raw) + 1}")
+        raw.append({"id": found[-1], "tool": name, "params": params, "depends_on": []})
+    writer = stage("writer_agent", found)
     last = [writer]
     if "review_agent" in agents:
         last = [writer, stage("review_agent", [writer])]

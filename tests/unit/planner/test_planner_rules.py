@@ -125,6 +125,32 @@ def test_research_pipeline_without_save_or_review() -> None:
     ]
 
 
+@pytest.mark.parametrize(("query", "calls", "goal", "topic"), [
+    ("东京几点，然后写一份关于东京的报告", [("get_time", {"timezone": "东京"})], "写一份关于东京的报告", "东京"),
+    ("What time is it in Tokyo and Paris, then write a report about Tokyo",
+     [("get_time", {"timezone": "Tokyo"}), ("get_time", {"timezone": "Paris"})], "write a report about Tokyo", "Tokyo"),
+    ("北京天气怎么样？调研一下北京的旅游景点并写成报告", [("get_weather", {"city": "北京", "days": 1})],
+     "调研一下北京的旅游景点并写成报告", "北京的旅游景点"),
+])
+def test_a_time_or_weather_question_beside_a_research_request_is_its_own_step_for_the_writer(
+        query: str, calls: list[tuple[str, dict[str, str]]], goal: str, topic: str) -> None:
+    from saber.agent.subagents.research import topic_of
+
+    nodes = rule_plan(query, TOOLS, agents=AGENTS).nodes
+    research, *tools, writer, review = nodes
+    assert (research.agent, research.goal, research.depends_on) == ("research_agent", goal, [])
+    assert topic_of(research.goal) == topic
+    assert [(n.tool, n.params, n.depends_on) for n in tools] == [(name, params, []) for name, params in calls]
+    assert (writer.agent, writer.depends_on) == ("writer_agent", [research.id] + [n.id for n in tools])
+    assert (review.agent, review.depends_on) == ("review_agent", [writer.id])
+
+
+def test_a_research_request_about_the_weather_stays_one_research_step() -> None:
+    query = "调研一下北京的天气变化并写成报告"
+    assert [(n.agent or n.tool, n.goal) for n in rule_plan(query, TOOLS, agents=AGENTS).nodes][:2] == [
+        ("research_agent", query), ("writer_agent", query)]
+
+
 def test_research_words_without_the_agents_fall_back_to_tools() -> None:
     assert [t for _, t, *_ in _summary("调研一下最新的 AI 新闻", agents={})] == ["rag_search", "search_web"]
 
