@@ -6,6 +6,7 @@ The keywords live in ``saber.planner.keywords`` (shared with the router). Rules:
   with the research and writer agents available → research_agent → writer_agent →
   review_agent (when present) → doc_agent, the last only when the query asks to save (保存, 落库,
   写入, 文档库, 知识库, save …); doc_agent depends on the writer (whose report it saves) and the review;
+  a clause beside the request that asks the time or the weather is its own step, for the writer;
 - time words → one get_time per place or time zone the query names (all in parallel), else one for
   the preferred timezone or city, else one with the tool's default zone;
 - weather words → one get_weather per place the query names (time zones excluded), else the
