@@ -52,6 +52,7 @@ def test_one_users_documents_never_reach_another_users_search(serve: Callable[..
     assert httpx.get(f"{live.url}/api/documents/{zebras}", headers=BOB).status_code == 404
     assert httpx.get(f"{live.url}/api/documents/{shared}", headers=BOB).json()["text"].startswith("Every animal")
     assert httpx.delete(f"{live.url}/api/documents/{zebras}", headers=BOB).status_code == 404
+    assert httpx.delete(f"{live.url}/api/documents/nope", headers=BOB).status_code == 404
     refused = httpx.delete(f"{live.url}/api/documents/{shared}", headers=BOB)
     assert refused.status_code == 403 and "admin" in refused.json()["error"]["message"]
     assert httpx.delete(f"{live.url}/api/documents/{otters}", headers=BOB).json() == {"deleted": True}

@@ -97,6 +97,14 @@ class _View:
         return _out(doc, fill, shared=self.shared(doc.id), deletable=self.deletable(doc.id))
 
 
+def _exists(engine: RagEngine, document_id: str) -> bool:
+    try:
+        engine.get_document(document_id)
+    except RagError:
+        return False
+    return True
+
+
 async def _view(engine: RagEngine, user: str, settings: Settings) -> _View:
     return await asyncio.to_thread(_View, engine, user, settings)
 
@@ -252,7 +260,7 @@ async def delete_document(document_id: str, agent: AgentDep, settings: SettingsD
     admin (or anyone on a server without API keys)."""
     engine = _engine(agent)
     view = await _view(engine, user, settings)
-    if not view.visible(document_id):
+    if not view.visible(document_id) or not await asyncio.to_thread(_exists, engine, document_id):
         raise not_found(f"document {document_id!r}")
     if not view.deletable(document_id):
         raise ApiError(403, "forbidden", "a shared document: deleting it needs an admin key (server.admins), "
