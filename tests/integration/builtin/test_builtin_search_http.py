@@ -155,6 +155,6 @@ async def test_auto_reports_every_backend_when_none_answers(
         await tool.run({"query": "x"})
 
     message = info.value.message
-    assert "Tavily" in message and "SearXNG" in message and "DuckDuckGo" in message
-    assert "HTTP 401" in message and "DuckDuckGo search could not be reached: connection refused" in message
+    assert "Tavily" in message and "SearXNG" in message and "ddgs" in message
+    assert "HTTP 401" in message and "web search (ddgs) could not be reached: connection refused" in message
     assert info.value.retryable, "an unreachable backend may come back"

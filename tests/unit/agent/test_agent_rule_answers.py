@@ -110,7 +110,7 @@ def test_a_sub_agent_whose_search_was_unreachable_is_not_called_unreachable() ->
     node = Node(id="n1", agent="research_agent", params={"goal": "Research [/] topic"})
     node.status = NodeStatus.FAILED
     node.error = ("research_agent found nothing for '[/] topic': rag_search: nothing relevant in the knowledge base; "
-                  "search_web failed (DuckDuckGo search could not be reached: timed out)")
+                  "search_web failed (web search (ddgs) could not be reached: timed out)")
     answer = render_nodes([node], "en", query="Research [/] topic and write a report")
     assert answer.startswith("research_agent found nothing for '[/] topic': rag_search: nothing relevant")
     assert "research_agent could not be reached" not in answer

@@ -96,7 +96,7 @@ async def test_ddgs_results_and_arguments(monkeypatch: pytest.MonkeyPatch) -> No
 
     assert calls[0] == {"init": {"timeout": 7}}
     assert calls[1]["query"] == "python" and calls[1]["max_results"] == 2
-    assert "DuckDuckGo" in text and "1. Python" in text and "https://pypi.org" in text and "Package index" in text
+    assert "(ddgs)" in text and "1. Python" in text and "https://pypi.org" in text and "Package index" in text
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ async def test_ddgs_failures_become_retryable_tool_errors(
     with pytest.raises(ToolError) as info:
         await make_search_tool("ddgs").run({"query": "python"})
     assert info.value.retryable
-    assert words in info.value.message and "DuckDuckGo" in info.value.message
+    assert words in info.value.message and "web search (ddgs" in info.value.message
 
 
 async def test_ddgs_with_no_results_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +132,7 @@ async def test_auto_falls_back_from_a_failing_tavily_to_ddgs(monkeypatch: pytest
 
     tool = make_search_tool("auto", tavily_api_key="k", transport=httpx.MockTransport(tavily))
     text = await tool.run({"query": "q"})
-    assert "DuckDuckGo" in text.splitlines()[0] and "Fallback" in text
+    assert "(ddgs)" in text.splitlines()[0] and "Fallback" in text
 
 
 @pytest.mark.parametrize("args", [{"query": ""}, {"query": "   "}, {}, {"query": "x", "max_results": 0},
@@ -199,6 +199,6 @@ async def test_ddgs_error_names_the_backend_and_url_in_one_line(monkeypatch: pyt
     with pytest.raises(ToolError) as caught:
         await make_search_tool("ddgs").run({"query": "python"})
     message = str(caught.value)
-    assert message == ("DuckDuckGo search (https://html.duckduckgo.com/html) could not be reached: "
+    assert message == ("web search (ddgs: https://html.duckduckgo.com/html) could not be reached: "
                        "the host name could not be resolved (DNS; is the network up?)")
     assert "ConnectError(" not in message and "\n" not in message

@@ -1,5 +1,5 @@
 """Built-in tools with real backends: ``get_time`` (zoneinfo), ``get_weather`` (Open-Meteo) and
-``search_web`` (Tavily, SearXNG or DuckDuckGo)."""
+``search_web`` (Tavily, SearXNG or ddgs: DuckDuckGo and the engines it falls back on)."""
 
 from __future__ import annotations
 

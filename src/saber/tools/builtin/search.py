@@ -123,7 +123,7 @@ class SearxngBackend:
         return [SearchHit(title=r.title, url=r.url, snippet=r.content or "") for r in parsed.results[:max_results]]
 
 
-# -- DuckDuckGo through ddgs ----------------------------------------------------------------------
+# -- ddgs: DuckDuckGo and the other engines it asks in turn ----------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DdgsBackend:
@@ -131,7 +131,7 @@ class DdgsBackend:
     (it may query several engines one wave after another)."""
 
     timeout: float = 10.0
-    label: str = "DuckDuckGo"
+    label: str = "ddgs"
 
     def _search_sync(self, query: str, max_results: int) -> list[dict[str, Any]]:
         from ddgs import DDGS  # imported when a search runs: loading it costs every other command
@@ -140,17 +140,17 @@ class DdgsBackend:
         try:
             return DDGS(timeout=max(1, round(self.timeout))).text(query, max_results=max_results)
         except RatelimitException as exc:
-            raise ToolError(f"DuckDuckGo search{_where(exc)} is rate-limiting requests; try again later",
+            raise ToolError(f"web search (ddgs{_where(exc)}) is rate-limiting requests; try again later",
                             retryable=True) from None
         except TimeoutException as exc:
-            raise ToolError(f"DuckDuckGo search{_where(exc)} could not be reached: timed out", retryable=True) from None
+            raise ToolError(f"web search (ddgs{_where(exc)}) could not be reached: timed out", retryable=True) from None
         except DDGSException as exc:
             if str(exc).startswith("No results found"):  # every engine answered, with nothing
                 return []
-            raise ToolError(f"DuckDuckGo search{_where(exc)} could not be reached: {_reason(exc)}",
+            raise ToolError(f"web search (ddgs{_where(exc)}) could not be reached: {_reason(exc)}",
                             retryable=True) from None
         except OSError as exc:
-            raise ToolError(f"DuckDuckGo search{_where(exc)} could not be reached: {_reason(exc)}",
+            raise ToolError(f"web search (ddgs{_where(exc)}) could not be reached: {_reason(exc)}",
                             retryable=True) from None
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
@@ -158,7 +158,7 @@ class DdgsBackend:
             async with asyncio.timeout(self.timeout * 2):
                 rows = await asyncio.to_thread(self._search_sync, query, max_results)
         except TimeoutError:
-            raise ToolError(f"DuckDuckGo search could not be reached: no answer within {self.timeout * 2:g} s",
+            raise ToolError(f"web search (ddgs) could not be reached: no answer within {self.timeout * 2:g} s",
                             retryable=True) from None
         hits = []
         for row in rows:
@@ -181,9 +181,9 @@ _REASONS = (
 
 
 def _where(exc: BaseException) -> str:
-    """" (https://host/path)" for the first URL in the error's text, or nothing."""
+    """": https://host/path" for the first URL in the error's text (the engine ddgs was asking), or nothing."""
     m = _URL.search(str(exc))
-    return f" ({m.group(0).rstrip('.,;:')})" if m else ""
+    return f": {m.group(0).rstrip('.,;:')}" if m else ""
 
 
 def _reason(exc: BaseException) -> str:
