@@ -185,7 +185,7 @@ def restored_race(**config: Any) -> GraphState:
     ]), GraphConfig(**config))
 
 
-@pytest.mark.parametrize("racing", [True])
+@pytest.mark.parametrize("racing", [True, False])
 def test_a_restored_race_loser_passes_the_winners_result_to_its_dependents(racing: bool) -> None:
     state = restored_race(enable_racing=racing)
     assert launched(state.settle([], [])) == [(None, ["n3"])]  # not skipped as if r2 had failed
