@@ -139,3 +139,19 @@ async def test_a_handler_failing_on_an_event_from_a_tool_thread_is_logged_and_th
     await settle_spawned()
     assert result.status == "done" and result.nodes["n1"].result == "ok"
     assert attempt_log(caplog) == ["event handler failed on rag_result"]
+
+
+async def test_an_event_emitted_outside_any_attempt_while_the_run_goes_on_is_delivered(
+        caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[Event] = []
+
+    def listener(event: Event) -> None:  # reacts to node_start, emitted before the attempt begins
+        seen.append(event)
+        if event.type == "node_start":
+            emit(RagResult(query="from a listener", hits=[]))
+
+    result = await GraphRuntime([Node(id="n1", tool="s")], {"s": fn_tool("s", lambda args: "ok")}, GraphConfig(),
+                                on_event=listener).run()
+    assert result.status == "done"
+    assert [e.query for e in seen if isinstance(e, RagResult)] == ["from a listener"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
