@@ -56,12 +56,16 @@ class GraphState:
             if node.status is NodeStatus.RUNNING:
                 node.status = NodeStatus.PENDING
         self._index(list(graph))
-        for node in graph:  # a restored graph: recognise its race losers
-            if node.status is NodeStatus.SKIPPED and node.race_group:
-                winner = next((m for m in self._groups.get(node.race_group, [])
-                               if graph[m].status is NodeStatus.DONE), None)
-                if winner is not None:
-                    self._winner_of[node.id] = winner
+        # a restored graph: recognise its race losers (by the graph itself, not by the race groups
+        # of this config: with racing now off, a loser must not pass for a failure all the same)
+        winners: dict[str, str] = {}
+        for node in graph:
+            if node.race_group and node.status is NodeStatus.DONE:
+                winners.setdefault(node.race_group, node.id)
+        for node in graph:
+            winner = winners.get(node.race_group or "")
+            if node.status is NodeStatus.SKIPPED and winner is not None:
+                self._winner_of[node.id] = winner
 
     # -- structure --------------------------------------------------------------------------------
 

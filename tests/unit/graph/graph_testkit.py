@@ -72,3 +72,14 @@ class Recorder:
             if e.type == kind and all(getattr(e, k) == v for k, v in match.items()):
                 return i
         raise AssertionError(f"no {kind} event matching {match}")
+
+
+async def until(seen: asyncio.Event, task: asyncio.Task[Any]) -> None:
+    """Wait for ``seen``, failing at once (not hanging) if ``task`` ends first: a run or race that
+    broke never sets what the test waits for."""
+    waiter = asyncio.ensure_future(seen.wait())
+    await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+    if not waiter.done():
+        waiter.cancel()
+        task.result()  # raises what ended it, if anything did
+        raise AssertionError(f"{task.get_name()} ended before the awaited event")
