@@ -33,6 +33,10 @@ class JoinableRace(Protocol):
     def join(self, node: Node) -> bool: ...
 
 
+LOST_RACE = "lost race"
+"""How a race loser's skip reason starts (what a restored graph recognises its losers by)."""
+
+
 class GraphState:
     def __init__(self, graph: TaskGraph, config: GraphConfig) -> None:
         self.graph = graph
@@ -56,16 +60,15 @@ class GraphState:
             if node.status is NodeStatus.RUNNING:
                 node.status = NodeStatus.PENDING
         self._index(list(graph))
-        # a restored graph: recognise its race losers (by the graph itself, not by the race groups
-        # of this config: with racing now off, a loser must not pass for a failure all the same)
-        winners: dict[str, str] = {}
+        # a restored graph: recognise its race losers by what the graph recorded (the reason they
+        # were skipped), not by this config's race groups: with racing now off, a loser must not
+        # pass for a failure; and a member skipped because its input failed stays skipped
         for node in graph:
-            if node.race_group and node.status is NodeStatus.DONE:
-                winners.setdefault(node.race_group, node.id)
-        for node in graph:
-            winner = winners.get(node.race_group or "")
-            if node.status is NodeStatus.SKIPPED and winner is not None:
-                self._winner_of[node.id] = winner
+            if node.status is NodeStatus.SKIPPED and node.race_group and (node.error or "").startswith(LOST_RACE):
+                winner = next((m.id for m in graph if m.race_group == node.race_group
+                               and m.status is NodeStatus.DONE), None)
+                if winner is not None:
+                    self._winner_of[node.id] = winner
 
     # -- structure --------------------------------------------------------------------------------
 
@@ -158,7 +161,7 @@ class GraphState:
             won = self._race_won(node)
             if won is not None:  # written after its group's race was won
                 self._winner_of[node.id] = won
-                self._finish_node(node, NodeStatus.SKIPPED, None, f"lost race '{node.race_group}' to {won} "
+                self._finish_node(node, NodeStatus.SKIPPED, None, f"{LOST_RACE} '{node.race_group}' to {won} "
                                   "(decided before this member could start)", changed, events)
                 continue
             race = self._races.get(node.race_group or "") if self.config.enable_racing else None
@@ -249,7 +252,7 @@ class GraphState:
             return
         for member in rest:
             self._winner_of[member] = race.winner
-            self._finish_node(self.graph[member], NodeStatus.SKIPPED, None, f"lost race '{race.group}' to "
+            self._finish_node(self.graph[member], NodeStatus.SKIPPED, None, f"{LOST_RACE} '{race.group}' to "
                               f"{race.winner} (decided before this member could start)", changed, events)
 
     def _finish_node(self, node: Node, status: NodeStatus, result: Any, error: str | None,

@@ -192,6 +192,19 @@ def test_a_restored_race_loser_passes_the_winners_result_to_its_dependents(racin
     assert state.inputs(state.graph["n3"]) == {("r2", "b"): "won"}
 
 
+@pytest.mark.parametrize("racing", [True, False])
+async def test_a_restored_member_skipped_because_its_input_failed_is_no_loser(racing: bool) -> None:
+    """It did not lose a race (it never ran): its dependents are skipped as in the run that saved it,
+    not handed a sibling's result."""
+    nodes = [Node(id="n0", tool="fail", status=NodeStatus.FAILED, error="down"),
+             Node(id="r1", tool="echo", params={"x": "r1"}, race_group="g", status=NodeStatus.DONE, result="r1"),
+             Node(id="r2", tool="echo", race_group="g", depends_on=["n0"], status=NodeStatus.SKIPPED,
+                  error="skipped: n0 failed"),
+             Node(id="n3", tool="echo", params={"x": "$r2"}, depends_on=["r2"])]
+    result = await GraphRuntime(nodes, echo_tools(), GraphConfig(enable_racing=racing)).run()
+    assert result.nodes["n3"].status is NodeStatus.SKIPPED and result.nodes["n3"].result is None
+
+
 async def test_a_resumed_run_after_a_race_gives_the_losers_dependent_the_winners_result() -> None:
     nodes = [Node(id="r1", tool="echo", race_group="g", status=NodeStatus.DONE, result="won"),
              Node(id="r2", tool="echo", race_group="g", status=NodeStatus.SKIPPED, error="lost race 'g' to r1"),
