@@ -151,17 +151,11 @@ async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: boo
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled; with ``keys`` (not empty),
     only to requests with one of them. The socket is bound first, so a port in use is an OSError
     naming it (not a log line and an exit)."""
-    import socket
-
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    from saber.server.serve import listen_socket
+
+    sock = listen_socket(host, port)
     server = build_server(agent, include_mcp_tools=include_mcp_tools)
     app: Any = server.streamable_http_app(host=host)
     if keys is not None and keys.enabled:

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from saber.clikit.output import UsageError
+from saber.clikit.output import CLIError, UsageError
 
 if TYPE_CHECKING:  # the server's libraries load only when serving: the other commands stay quick
+    import socket
+
     from fastapi import FastAPI
 
     from saber.server.auth import KeyRing
@@ -43,8 +45,26 @@ def check_host(host: str, keys: KeyRing, insecure_no_auth: bool) -> None:
         "server.keys_file; `saber serve --new-key USER` prints one), bind 127.0.0.1, or pass --insecure-no-auth")
 
 
-def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "info") -> None:
-    """Serve ``app`` until SIGTERM/SIGINT, then shut down as the module docstring says."""
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, before any server starts: a port in use or an address that
+    is not this machine's is an OSError naming it (not uvicorn's log lines and its exit code 3)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "info",
+        sock: socket.socket | None = None) -> None:
+    """Serve ``app`` until SIGTERM/SIGINT, then shut down as the module docstring says (on ``sock``
+    when given, already bound)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -69,7 +89,7 @@ def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "i
     quiet = _NoStartupTraceback(app)
     logging.getLogger("uvicorn.error").addFilter(quiet)
     try:
-        _Server(config).run()
+        _Server(config).run(sockets=[sock] if sock is not None else None)
     except SystemExit:
         if app.state.startup_error is None:
             raise
@@ -147,7 +167,12 @@ def serve_command(
         access = logging.getLogger("saber.server.access")
         access.addHandler(handler)
         access.propagate = False
+    try:
+        sock = listen_socket(host, port)
+    except OSError as exc:
+        raise CLIError(str(exc)) from None
+    port = sock.getsockname()[1]
     typer.echo(f"saber: serving on http://{host}:{port} ({'API keys' if keys.enabled else 'local, no keys'})", err=True)
     app = create_app(settings=settings)
     app.state.with_worker = with_worker
-    run(app, host=host, port=port, grace=settings.server_shutdown_grace)
+    run(app, host=host, port=port, grace=settings.server_shutdown_grace, sock=sock)

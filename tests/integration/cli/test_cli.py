@@ -150,6 +150,20 @@ def test_unreachable_database_and_missing_config_are_one_line(tmp_path: Path) ->
 
 
 @pytest.mark.slow
+def test_serve_on_a_taken_port_is_one_line_and_never_claims_to_serve(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = saber("serve", "--port", str(port), home=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert one_line_error(done) == f"saber: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert "serving on" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
 def test_ctrl_c_does_not_wait_for_background_model_calls(tmp_path: Path) -> None:
     import signal
     import socket
