@@ -86,12 +86,15 @@ def _files(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
 
 
 def ingest_command(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)", show_default=False,
-                                                metavar="PATH")],
+    given: Annotated[list[str], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)", show_default=False,
+                                               metavar="PATH")],
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Return once the files are keyword-searchable; their "
                                           "vectors are made later (saber docs index, or a running server).")] = False,
 ) -> None:
     """Add files to the knowledge base; unchanged files are skipped, changed ones get a new version."""
+    if any(not p.strip() for p in given):  # Path("") is "." : an empty argument must not ingest this folder
+        raise CLIError("empty path: give a file or folder ('.' for this folder)", EXIT_USAGE)
+    paths = [Path(p) for p in given]
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise CLIError(f"no such file or folder: {', '.join(missing)}", EXIT_USAGE)
@@ -349,17 +352,17 @@ def docs_rm(
 ) -> None:
     """Remove documents, their versions and their chunks."""
 
-    def remove(engine: RagEngine) -> tuple[int, list[str]]:
+    def remove(engine: RagEngine) -> tuple[int, list[CLIError]]:
         from saber.clikit.ids import resolve
 
         known = [d.id for d in engine.list_documents()]
-        problems: list[str] = []
+        problems: list[CLIError] = []
         removed = 0
         for given in document_ids:
             try:
                 full = resolve(given, known, "document")
             except CLIError as exc:
-                problems.append(str(exc))
+                problems.append(exc)
                 continue
             if engine.delete_document(full):
                 removed += 1
@@ -369,5 +372,5 @@ def docs_rm(
     removed, problems = _with_engine(remove)
     if removed or not problems:
         out().print(f"removed {removed} document(s)", markup=False)
-    if problems:
-        raise CLIError("; ".join(problems))
+    if problems:  # a usage mistake (an empty or ambiguous id) outranks an unknown id
+        raise CLIError("; ".join(str(p) for p in problems), max(p.code for p in problems))

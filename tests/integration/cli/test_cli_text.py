@@ -30,9 +30,10 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     return environ
 
 
-def saber(*args: str, home: Path, stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+def saber(*args: str, home: Path, stdin: str | None = None, cwd: Path | None = None,
+          **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "saber.cli", *args], env=env_for(home, **extra), input=stdin,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
 def error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -102,6 +103,11 @@ def test_errors_are_one_line_on_stderr(tmp_path: Path) -> None:
     assert done.returncode == 1 and error_line(done) == "saber: error: no document with id 'nope'"
     done = saber("docs", "rm", "nope", home=tmp_path)
     assert done.returncode == 1 and not done.stdout and error_line(done) == "saber: error: no document with id 'nope'"
+    done = saber("docs", "rm", "", home=tmp_path)
+    assert done.returncode == 2 and error_line(done) == "saber: error: empty document id"
+    (tmp_path / "here.md").write_text("# Here\n\nA file in the current folder.\n", encoding="utf-8")
+    done = saber("ingest", "", home=tmp_path, cwd=tmp_path)
+    assert done.returncode == 2 and "empty path" in error_line(done) and "added" not in done.stdout
     done = saber("ingest", str(tmp_path / "nonexistent"), home=tmp_path)
     assert done.returncode == 2 and "no such file or folder" in error_line(done)
     home_file = tmp_path / "a-file"
