@@ -29,6 +29,7 @@ from saber.clikit.output import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     CLIError,
+    Interrupted,
     line,
     out,
     plain,
@@ -81,14 +82,6 @@ app.command("approve", help="Approve a step that waits for your yes.")(approve_c
 app.command("deny", help="Deny a step that waits for your yes.")(deny_command)
 app.command("approvals", help="List the steps waiting for a yes or no.")(approvals_command)
 app.add_typer(mcp_app, name="mcp")
-
-
-class Interrupted(Exception):
-    """Ctrl-C: printed as ``saber: interrupted`` (with how to continue a react task), exit 130."""
-
-    def __init__(self, task_id: str | None = None) -> None:
-        super().__init__(task_id or "")
-        self.task_id = task_id
 
 
 def _version(value: bool) -> None:
@@ -387,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        if code == EXIT_INTERRUPTED:  # typer turns a Ctrl-C a command did not catch into Exit(130), silently
+            raise Interrupted()
         if isinstance(code, int) and code:  # a typer.Exit(code) inside a command comes back as the return value
             sys.exit(code)
     except typer.Exit as exc:
@@ -395,9 +390,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print_error(str(exc))
         sys.exit(exc.code)
     except (Interrupted, KeyboardInterrupt, typer.Abort) as exc:
-        task_id = exc.task_id if isinstance(exc, Interrupted) else None
-        hint = f" — continue with `saber resume {task_id}`" if task_id else ""
-        sys.stderr.write(f"saber: interrupted{hint}\n")
+        sys.stderr.write((exc if isinstance(exc, Interrupted) else Interrupted()).line() + "\n")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         sys.exit(_unexpected(exc))

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from saber.clikit.output import (
-    EXIT_INTERRUPTED,
     EXIT_USAGE,
     CLIError,
+    Interrupted,
     err,
     line,
     out,
@@ -209,8 +209,7 @@ def _fill_with_progress(engine: RagEngine, subject: str = "vectors") -> None:
     except KeyboardInterrupt:
         stop.set()
         left = engine.pending_count()
-        err().print(f"interrupted: {left} chunk(s) still without vectors; {FINISH_HINT}", markup=False)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise Interrupted(detail=f"{left} chunk(s) still without vectors; {FINISH_HINT}") from None
     seconds = time.perf_counter() - started
     rate = f" ({total / seconds:,.1f} chunks/s)" if seconds >= RATE_AFTER else ""
     out().print(f"vectors: {total} chunk(s) embedded in {seconds:.1f} s{rate}; hybrid search ready", markup=False)

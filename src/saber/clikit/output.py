@@ -29,6 +29,21 @@ class CLIError(Exception):
         self.code = code
 
 
+class Interrupted(Exception):
+    """Ctrl-C: printed as ``saber: interrupted`` — with how to continue a react task, or what was
+    left undone (``detail``) — exit 130."""
+
+    def __init__(self, task_id: str | None = None, *, detail: str = "") -> None:
+        super().__init__(task_id or detail)
+        self.task_id = task_id
+        self.detail = detail
+
+    def line(self) -> str:
+        if self.task_id:
+            return f"saber: interrupted — continue with `saber resume {self.task_id}`"
+        return f"saber: interrupted: {self.detail}" if self.detail else "saber: interrupted"
+
+
 class UsageError(CLIError):
     """Bad arguments, settings or input: one ``saber: error: …`` line, exit code 2."""
 

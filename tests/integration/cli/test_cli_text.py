@@ -189,6 +189,26 @@ def test_ctrl_c_names_the_resume_command_and_resume_takes_a_prefix(tmp_path: Pat
     assert "1 done, 1 failed of 2" in table
 
 
+def test_ctrl_c_in_a_command_that_does_not_catch_it_still_says_interrupted(tmp_path: Path) -> None:
+    """typer turns an uncaught Ctrl-C into a silent exit 130; saber says so on stderr."""
+    import time
+
+    big = tmp_path / "big.md"
+    big.write_text("\n\n".join(f"Paragraph {i} about harbour crane {i} and its berth {i % 97}." for i in range(60000)),
+                   encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ingest", str(big)], env=env_for(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (home / "saber.db").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the command has started (its imports are done) once it opened the database
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert stderr.startswith("saber: interrupted") and "Traceback" not in stderr, stderr
+
+
 def test_a_killed_task_is_listed_as_interrupted(tmp_path: Path) -> None:
     with _stalled_server() as stalled:
         url = f"http://127.0.0.1:{stalled.getsockname()[1]}/v1/search"
