@@ -159,6 +159,10 @@ def failed_steps_note(nodes: Iterable[Node], lang: Lang, answer: str = "") -> st
     return ("\n\n失败的步骤：" if lang == "zh" else "\n\nSteps that failed: ") + ("；" if lang == "zh" else "; ").join(seen)
 
 
+_UNUSABLE_PLACE = re.compile(r"unknown place (?:'[^']*'|\"[^\"]*\"): (.+)")
+"""Why a named place is unusable, when it was found wanting rather than not found at all."""
+
+
 def summarise_failure(node: Node, lang: Lang) -> str:
     """One short sentence for why ``node`` failed, the same for every node that failed the same way."""
     error = str(node.error or node.status.value)
@@ -166,6 +170,9 @@ def summarise_failure(node: Node, lang: Lang) -> str:
     zh = lang == "zh"
     tool = node.target
     if "unknown place" in low:
+        detail = _UNUSABLE_PLACE.search(error)
+        if detail and not detail.group(1).startswith("no city, time zone or place"):  # e.g. UTC offset out of range
+            return f"无法使用这个地点：{detail.group(1)}" if zh else f"Not a usable place: {detail.group(1)}"
         return "找不到这个地点，无法查询" if zh else "No such place was found"
     unreachable = any(k in low for k in ("could not be reached", "unreachable", "no answer within", "timed out", "timeout"))
     if "geocoding service" in low and unreachable:

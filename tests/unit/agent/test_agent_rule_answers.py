@@ -88,6 +88,14 @@ def test_an_unknown_place_is_named_in_the_failure() -> None:
     assert answer == "No such place was found (Atlantis)"
 
 
+def test_a_place_found_wanting_says_why_not_that_it_was_not_found() -> None:
+    error = "get_time: unknown place 'UTC+99': UTC offset out of range (allowed -14:00 to +14:00)"
+    node = _node("n1", "get_time", {"timezone": "UTC+99"}, error=error)
+    assert render_nodes([node], "en", query="time in UTC+99") == (
+        "Not a usable place: UTC offset out of range (allowed -14:00 to +14:00) (UTC+99)")
+    assert render_nodes([node], "zh", query="UTC+99 几点").startswith("无法使用这个地点：UTC offset out of range")
+
+
 @pytest.mark.parametrize(("goal", "topic"), [
     ("调研一下量子计算的最新进展并写成报告", "量子计算的最新进展"),
     ("Research the Rust programming language and write a report", "the Rust programming language"),
