@@ -452,6 +452,7 @@ class Agent:
             return RouteDecision(mode="tool", rule=f"{decision.rule}(no city: ask)", tools=decision.tools,
                                  needs=decision.needs)
         fallback: Mode = "react" if decision.needs else "chat"
+        turn.uncalled_tools = list(decision.tools)
         why = f"no arguments for {', '.join(decision.tools)}" if decision.tools else "no tool matches the query"
         return RouteDecision(mode=fallback, rule=f"{decision.rule}→{fallback}({why})", tools=list(turn.tools),
                              needs=decision.needs)

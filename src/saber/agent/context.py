@@ -50,6 +50,8 @@ class Turn:
     """The call tool mode decided on while routing."""
     tool_node_by_model: bool = False
     """Whether the model chose ``tool_node``'s arguments (else the rules did, from the request itself)."""
+    uncalled_tools: list[str] = field(default_factory=list)
+    """Tools the route chose but could not call (no arguments could be made for them): chat says so."""
     prompt_tools: list[str] | None = None
     """The tools the planner prompt listed when there were too many to list all (else None)."""
     selected_tools: list[str] | None = None

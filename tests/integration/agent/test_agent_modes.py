@@ -31,6 +31,30 @@ def zone_time(timezone: str = "UTC") -> str:
     return f"12:00 in {timezone}"
 
 
+@tool
+def read_record(record_id: str) -> str:
+    """Read a record.
+
+    Args:
+        record_id: The record's id.
+    """
+    return f"record {record_id}"
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("read the record for me", "read_record could not be called: its arguments can only be made from your request "
+                               "by a language model, and none is configured."),
+    ("帮我读一下那条记录", "无法调用 read_record：它需要的参数只能由语言模型从你的请求中得出，而当前没有配置语言模型。"),
+])
+async def test_a_chosen_tool_that_cannot_be_called_without_a_model_is_named_in_the_answer(
+        make_agent: Callable[..., Agent], query: str, said: str) -> None:
+    agent = make_agent(None, builtin=False, tools=[read_record])
+    answer = await agent.ask(query, user_id="u1", mode="tool", selected_tools=["read_record"])
+    route = next(e for e in answer.events if isinstance(e, Route))
+    assert route.mode == "chat" and "no arguments for read_record" in route.rule
+    assert answer.answer == said and not [e for e in answer.events if isinstance(e, ToolCallEvent)]
+
+
 async def test_chat_mode(make_agent: Callable[..., Agent]) -> None:
     model = ScriptedModel(["你好！我是 Saber。"])
     agent = make_agent(model)

@@ -16,4 +16,12 @@ async def run_chat(turn: Turn) -> str:
         else "Free conversation needs a language model, and none is configured. I can still look up the time, "
         "the weather, the web and your knowledge base."
     )
+    if turn.uncalled_tools:  # the request asked for a tool whose arguments only a model could make from it
+        names = ", ".join(turn.uncalled_tools)
+        fallback = (
+            f"无法调用 {names}：它需要的参数只能由语言模型从你的请求中得出，而当前没有配置语言模型。"
+            if turn.lang == "zh"
+            else f"{names} could not be called: its arguments can only be made from your request by a language "
+            "model, and none is configured."
+        )
     return await stream_answer(turn, turn.messages(CHAT, turn.query), fallback=fallback, where="chat", label=False)
