@@ -55,7 +55,8 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded
     except Exception as exc:  # a parser's own error on a corrupt file
         raise RagError(f"{p.name}: cannot read {suffix} file: {exc}") from None
     if not normalize_text(text):
-        raise EmptyDocument(f"{p.name}: no text found (the file is empty)")
+        why = "the file is empty" if size == 0 else "it holds no text: an image-only PDF or an empty document?"
+        raise EmptyDocument(f"{p.name}: no text found ({why})")
     text = stored_text(text)
     doc_type = "md" if suffix == "markdown" else "html" if suffix == "htm" else suffix
     return LoadedFile(title=title or p.stem, text=text, doc_type=doc_type, source=str(p.resolve()))
@@ -213,7 +214,7 @@ def _load_docx(p: Path) -> tuple[str, str]:
         reason = "not a zip package" if isinstance(exc, (PackageNotFoundError, zipfile.BadZipFile)) else str(exc)
         raise RagError(f"{p.name}: not a valid .docx file ({reason}); save it again from Word or LibreOffice") from None
     lines: list[str] = []
-    title = ""
+    title = heading = ""
     for para in document.paragraphs:
         text = para.text.strip()
         if not text:
@@ -224,13 +225,14 @@ def _load_docx(p: Path) -> tuple[str, str]:
             lines.append(f"# {text}")
         elif style.startswith("Heading"):
             level = int(style.split()[-1]) if style.split()[-1].isdigit() else 1
+            heading = heading or (text if level == 1 else "")  # titled by its first heading, as Markdown is
             lines.append("#" * min(level, 6) + " " + text)
         else:
             lines.append(text)
     for table in document.tables:
         lines.append("\n".join("| " + " | ".join(cell.text.strip() for cell in row.cells) + " |" for row in table.rows))
     core_title = (document.core_properties.title or "").strip()
-    return core_title or title, "\n\n".join(lines)
+    return core_title or title or heading, "\n\n".join(lines)
 
 
 _LOADERS: dict[str, Callable[[Path], tuple[str, str]]] = {

@@ -54,6 +54,30 @@ def test_docx_headings_become_markdown(tmp_path: Path) -> None:
     d.save(str(p))
     loaded = load_file(p)
     assert "# Report" in loaded.text and "第一段内容。" in loaded.text
+    assert loaded.title == "Report"  # titled by its first heading, as a Markdown file is
+
+
+def test_a_docx_is_titled_by_its_first_top_heading_else_its_file_name(tmp_path: Path) -> None:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Background", level=2)
+    d.add_heading("Doc [red]T[/red]", level=1)
+    d.add_paragraph("Body.")
+    d.save(str(tmp_path / "a.docx"))
+    assert load_file(tmp_path / "a.docx").title == "Doc [red]T[/red]"
+    d = docx.Document()
+    d.add_paragraph("Only a paragraph.")
+    d.save(str(tmp_path / "plain.docx"))
+    assert load_file(tmp_path / "plain.docx").title == "plain"
+
+
+def test_a_docx_without_text_is_not_called_empty(tmp_path: Path) -> None:
+    import docx
+
+    docx.Document().save(str(tmp_path / "blank.docx"))
+    with pytest.raises(RagError, match=r"blank\.docx: no text found \(it holds no text"):
+        load_file(tmp_path / "blank.docx")
 
 
 def test_pdf_text_is_extracted(tmp_path: Path) -> None:
