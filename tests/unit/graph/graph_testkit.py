@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from saber.events import Event
+from saber.events import Event, RagResult, emit
 from saber.tools import Tool
 
 
@@ -83,3 +84,18 @@ async def until(seen: asyncio.Event, task: asyncio.Task[Any]) -> None:
         waiter.cancel()
         task.result()  # raises what ended it, if anything did
         raise AssertionError(f"{task.get_name()} ended before the awaited event")
+
+
+def early_and_late_emitter(go: threading.Event, emitted: asyncio.Event) -> Callable[[dict[str, Any]], str]:
+    """A sync tool (call it from a running loop) that emits an event, waits for ``go``, emits
+    another, then sets ``emitted`` on the loop after anything ``emit`` handed to it; returns "late"."""
+    loop = asyncio.get_running_loop()
+
+    def tool(args: dict[str, Any]) -> str:
+        emit(RagResult(query="early", hits=[]))
+        go.wait(60)
+        emit(RagResult(query="late", hits=[]))
+        loop.call_soon_threadsafe(emitted.set)  # queued after anything emit() handed to the loop
+        return "late"
+
+    return tool

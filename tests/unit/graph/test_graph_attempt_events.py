@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 import pytest
-from graph_testkit import Recorder, fn_tool, until
+from graph_testkit import Recorder, early_and_late_emitter, fn_tool, until
 
 from saber.events import Event, RagResult, emit
 from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus
@@ -26,16 +26,9 @@ def attempt_log(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 async def test_an_abandoned_tool_threads_events_are_dropped_while_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger=ATTEMPTS_LOG)
-    loop = asyncio.get_running_loop()
     go = threading.Event()
     emitted = asyncio.Event()
-
-    def stuck(args: dict[str, Any]) -> str:
-        emit(RagResult(query="early", hits=[]))
-        go.wait(60)
-        emit(RagResult(query="late", hits=[]))
-        loop.call_soon_threadsafe(emitted.set)  # queued after anything emit() handed to the loop
-        return "late"
+    stuck = early_and_late_emitter(go, emitted)
 
     rec = Recorder()
     node_done = rec.seen("node_done", id="h")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from graph_testkit import Recorder, fn_tool
+from graph_testkit import Recorder, early_and_late_emitter, fn_tool
 
 from saber.events import RagResult, emit
 from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus
@@ -79,16 +79,9 @@ async def test_a_sync_tool_that_times_out_but_already_returned_can_be_retried() 
 
 
 async def test_events_a_stuck_sync_tool_emits_after_its_node_ended_are_dropped() -> None:
-    loop = asyncio.get_running_loop()
     go = threading.Event()
     emitted = asyncio.Event()
-
-    def slow_search(args: dict[str, Any]) -> str:
-        emit(RagResult(query="early", hits=[]))
-        go.wait(60)
-        emit(RagResult(query="late", hits=[]))
-        loop.call_soon_threadsafe(emitted.set)  # queued after anything emit() handed to the loop
-        return "late"
+    slow_search = early_and_late_emitter(go, emitted)
 
     rec = Recorder()
     result = await GraphRuntime([Node(id="n1", tool="s")], {"s": fn_tool("s", slow_search)},
