@@ -187,6 +187,18 @@ def test_with_the_network_unreachable_a_place_outside_the_table_is_an_error_not_
 
 
 @pytest.mark.slow
+def test_a_time_question_beside_a_report_request_is_answered_and_handed_to_the_report(kb_home: Path,
+                                                                                       geo: FakeOpenMeteo) -> None:
+    evts = events(saber("ask", "东京现在几点，然后写一份关于员工年假制度的报告", "--json", home=kb_home,
+                        geo=geo.geocoding_url, forecast=geo.forecast_url))
+    plan = [(n.get("agent") or n.get("tool"), n.get("params")) for n in of(evts, "plan")[0]["nodes"]]
+    assert ("get_time", {"timezone": "东京"}) in plan and plan[0][0] == "research_agent"
+    answer = of(evts, "done")[0]["answer"]
+    assert answer.startswith("东京现在是") and "# 员工年假制度 调研报告" in answer  # the topic, not "东京现在几点"
+    assert "### get_time" in answer and "Asia/Tokyo" in answer and "年假" in answer
+
+
+@pytest.mark.slow
 def test_a_rule_mode_report_has_a_clean_topic_no_json_and_one_note(kb_home: Path, geo: FakeOpenMeteo) -> None:
     evts = events(saber("ask", "调研一下员工年假制度并写成报告", "--json", home=kb_home, geo=geo.geocoding_url,
                         forecast=geo.forecast_url))

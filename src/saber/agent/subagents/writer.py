@@ -44,8 +44,8 @@ class WriterAgent(SubAgentBase):
             if findings:
                 for f in findings:
                     lines += ["", f"### {f.get('query')} ({'来源' if zh else 'source'}: {f.get('source')})", "", as_text(f.get("content"), 3000)]
-            else:
-                lines += ["", f"### {key}", "", as_text(value, 3000)]
+            else:  # a step's result under its tool or agent ("n2:get_time" → "get_time")
+                lines += ["", f"### {key.split(':', 1)[-1]}", "", as_text(value, 3000)]
         lines += ["", "## 下一步" if zh else "## Next steps", "",
                   "- 配置语言模型后重新生成分析与建议。" if zh else "- Configure a language model to have these findings analysed."]
         return "\n".join(lines)
