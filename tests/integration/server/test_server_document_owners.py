@@ -115,4 +115,6 @@ def test_uploading_the_text_of_a_shared_document_leaves_it_shared(serve: Callabl
     r = httpx.post(live.url + "/api/documents", headers=ALICE, files={"files": ("copy.md", text.encode(), "text/markdown")},
                    timeout=60)
     assert r.status_code == 200 and r.json()["files"][0]["status"] == "unchanged", r.text
+    document = r.json()["files"][0]["document"]
+    assert (document["id"], document["shared"], document["deletable"]) == (shared, True, False)
     assert shared in found(rag(live, BOB, "how often are the animals in the north fed?"))

@@ -187,12 +187,12 @@ def _named(message: str, disk: str, name: str) -> str:
     return name + message[len(disk):] if message.startswith(disk + ":") else message
 
 
-async def _upload_one(upload_file: UploadFile, engine: RagEngine, uploads: Path,
+async def _upload_one(upload_file: UploadFile, engine: RagEngine, settings: Settings,
                       user: str) -> tuple[UploadResult, _FileFailed | None]:
     """Store one file; a failure leaves nothing behind and is its result, not the request's."""
     name = _given_name(upload_file.filename)
     try:
-        folder = uploads / uuid.uuid4().hex
+        folder = settings.home / "uploads" / uuid.uuid4().hex
         target = folder / _disk_name(name)
         try:
             await _save(upload_file, target, name, engine.max_bytes)
@@ -203,7 +203,8 @@ async def _upload_one(upload_file: UploadFile, engine: RagEngine, uploads: Path,
         return UploadResult(file=name, status="failed", error=failed.message), failed
     claim = partial(engine.add_owner, result.document.id, user, only_if_owned=result.status == "unchanged")
     await asyncio.to_thread(claim)  # the text of a shared document leaves that one shared
-    document = _out(result.document, await _fill_status(engine, [result.document]))
+    view = await _view(engine, user, settings)
+    document = view.out(result.document, await _fill_status(engine, [result.document]))
     return UploadResult(file=name, status=_STATUS.get(result.status, "added"), document=document), None
 
 
@@ -219,7 +220,7 @@ async def upload(files: Annotated[list[UploadFile], File(description="One or mor
     results: list[UploadResult] = []
     failures: list[_FileFailed] = []
     for upload_file in files:
-        result, failed = await _upload_one(upload_file, engine, settings.home / "uploads", user)
+        result, failed = await _upload_one(upload_file, engine, settings, user)
         results.append(result)
         failures += [failed] if failed is not None else []
     if len(failures) < len(results):
