@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +71,11 @@ def build_server(agent: Any, *, include_mcp_tools: bool = True) -> Server[Any]:
         if tool is None:
             return _error(f"unknown tool: {params.name} (known: {', '.join(sorted(exposed())) or 'none'}, {ASK_TOOL})")
         try:
-            value = await tool.run(arguments)
+            checked = tool.validate(arguments)
+            refusal = await _approved(agent, tool, checked, _key_user(ctx) or "mcp")
+            if refusal is not None:
+                return _error(refusal)
+            value = await tool.run(checked, validate=False)
         except ToolError as exc:
             return _error(str(exc))
         except Exception as exc:
@@ -80,6 +85,27 @@ def build_server(agent: Any, *, include_mcp_tools: bool = True) -> Server[Any]:
 
     return Server("saber", version=_version(), instructions="Saber's tools, and saber_ask to run a whole request.",
                   on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _approved(agent: Any, tool: Tool, arguments: dict[str, Any], user_id: str) -> str | None:
+    """A call that must be approved (a write, a command off the allow-list, a tool in
+    ``approval_tools``) waits for a person's yes — ``saber approvals`` lists it, ``saber approve``
+    answers — as it would in a task; why it may not run, or None when it may."""
+    reason = agent.approvals.reason_for(tool, arguments)
+    if reason is None:
+        return None
+    call_id = f"mcp-{uuid.uuid4().hex}"
+
+    async def said(event: Any) -> None:
+        if getattr(event, "type", "") == "approval_required":
+            log.warning("MCP call of %s waits for approval: saber approve %s %s", tool.name, call_id, "call")
+
+    decision = await agent.approvals.request(user_id=user_id, task_id=call_id, node_id="call", tool=tool.name,
+                                             params=arguments, reason=reason, emit=said)
+    if decision.approved:
+        return None
+    why = f": {decision.reason}" if decision.reason else ""
+    return f"{tool.name} was not approved ({decision.by}){why}"
 
 
 def _key_user(ctx: ServerRequestContext[Any]) -> str | None:

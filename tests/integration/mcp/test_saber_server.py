@@ -132,6 +132,44 @@ async def test_saber_over_stdio(tmp_path: Path) -> None:
         await check_server(session)
 
 
+async def test_a_call_that_must_be_approved_waits_for_a_person_as_in_a_task(tmp_path: Path) -> None:
+    """write_file asks before it runs: over MCP too (it ran unasked), answered by saber approve/deny."""
+    import json
+
+    home = saber_home(tmp_path)
+    with (home / "saber.toml").open("a", encoding="utf-8") as toml:
+        toml.write("\n[files]\nwrite = true\n")
+
+    def saber_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*saber_command(), *args], env=server_env(home), capture_output=True, text=True,
+                              timeout=120)
+
+    async def waiting() -> dict[str, Any]:
+        deadline = asyncio.get_running_loop().time() + 60
+        while asyncio.get_running_loop().time() < deadline:
+            pending = json.loads(saber_cli("approvals", "--json").stdout)
+            if pending:
+                return dict(pending[0])
+            await asyncio.sleep(0.1)
+        raise AssertionError("no question was asked within 60 s")
+
+    async with stdio_session(home) as session:
+        call = asyncio.create_task(session.call_tool("write_file", {"path": "a.txt", "content": "hi"}))
+        question = await waiting()
+        assert question["tool"] == "write_file" and question["params"]["path"] == "a.txt" and not call.done()
+        assert saber_cli("deny", question["task_id"], question["node_id"], "--reason", "not now").returncode == 0
+        denied = await call
+        assert denied.is_error and "write_file was not approved" in text_of(denied) and "not now" in text_of(denied)
+        assert not (home / "workspace" / "a.txt").exists()
+
+        call = asyncio.create_task(session.call_tool("write_file", {"path": "a.txt", "content": "hi"}))
+        question = await waiting()
+        assert saber_cli("approve", question["task_id"], question["node_id"]).returncode == 0
+        written = await call
+        assert not written.is_error, text_of(written)
+        assert (home / "workspace" / "a.txt").read_text(encoding="utf-8") == "hi"
+
+
 async def test_saber_over_streamable_http(http_server: str) -> None:
     async with http_session(http_server) as session:
         await check_server(session)
