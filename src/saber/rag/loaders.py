@@ -78,9 +78,14 @@ def _read_text(p: Path) -> str:
     except UnicodeDecodeError:
         text = ""
     non_ascii = [ch for ch in text if ord(ch) > 127]
-    if non_ascii and sum(1 for ch in non_ascii if _CJK_OR_PUNCT.match(ch)) / len(non_ascii) > 0.9 and _reads_as_chinese(text):
+    if (non_ascii and sum(1 for ch in non_ascii if _CJK_OR_PUNCT.match(ch)) / len(non_ascii) > 0.9
+            and _reads_as_chinese(text) and not _CONTROL.search(text)):  # a binary file's header ("\x89PNG\x1a")
         return text
     raise RagError(f"{p.name}: not valid UTF-8 (or GB18030 Chinese) text; save it as UTF-8")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+"""Control characters no text file holds (tabs, line and page breaks aside)."""
 
 
 def _reads_as_chinese(text: str) -> bool:

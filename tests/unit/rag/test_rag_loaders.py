@@ -72,6 +72,16 @@ def test_a_docx_is_titled_by_its_first_top_heading_else_its_file_name(tmp_path: 
     assert load_file(tmp_path / "plain.docx").title == "plain"
 
 
+def test_a_binary_file_named_txt_is_not_read_as_chinese(tmp_path: Path) -> None:
+    p = tmp_path / "fake.txt"
+    p.write_bytes(b"\x89PNG\r\n\x1a\nxxxx")  # decodes as GB18030 into "塒NG" and control characters
+    with pytest.raises(RagError, match=r"fake\.txt: not valid UTF-8"):
+        load_file(p)
+    chinese = tmp_path / "gb.txt"
+    chinese.write_bytes("中文内容，GB18030 编码的文件。\n\t第二行。".encode("gb18030"))
+    assert load_file(chinese).text.startswith("中文内容")
+
+
 def test_a_docx_without_text_is_not_called_empty(tmp_path: Path) -> None:
     import docx
 
