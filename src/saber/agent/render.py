@@ -179,6 +179,8 @@ def summarise_failure(node: Node, lang: Lang) -> str:
         return "地名查询服务暂时无法访问" if zh else "The place lookup service could not be reached"
     if tool == "get_weather" and (unreachable or "weather service" in low):
         return "天气服务暂时无法访问" if zh else "The weather service could not be reached"
+    if tool == "search_web" and unreachable:
+        return "网络搜索暂时无法访问" if zh else "Web search could not be reached"
     if tool == "search_web":
         return "网络搜索暂时无法使用" if zh else "Web search is not available"
     if unreachable and node.agent is None:

@@ -88,6 +88,14 @@ def test_an_unknown_place_is_named_in_the_failure() -> None:
     assert answer == "No such place was found (Atlantis)"
 
 
+def test_web_search_that_cannot_be_reached_says_so_and_one_that_is_off_says_not_available() -> None:
+    down = _node("n1", "search_web", {"query": "x"},
+                 error="web search (ddgs: https://html.duckduckgo.com/html) could not be reached: connection refused")
+    assert render_nodes([down], "en", query="search the web for x") == "Web search could not be reached (search_web)"
+    off = _node("n1", "search_web", {"query": "x"}, error="search_web: no search backend is configured")
+    assert render_nodes([off], "en", query="search the web for x") == "Web search is not available (search_web)"
+
+
 def test_a_place_found_wanting_says_why_not_that_it_was_not_found() -> None:
     error = "get_time: unknown place 'UTC+99': UTC offset out of range (allowed -14:00 to +14:00)"
     node = _node("n1", "get_time", {"timezone": "UTC+99"}, error=error)
