@@ -63,12 +63,11 @@ class GraphState:
         # a restored graph: recognise its race losers by what the graph recorded (the reason they
         # were skipped), not by this config's race groups: with racing now off, a loser must not
         # pass for a failure; and a member skipped because its input failed stays skipped
+        winners = {n.race_group: n.id for n in reversed(list(graph)) if n.race_group and n.status is NodeStatus.DONE}
         for node in graph:
-            if node.status is NodeStatus.SKIPPED and node.race_group and (node.error or "").startswith(LOST_RACE):
-                winner = next((m.id for m in graph if m.race_group == node.race_group
-                               and m.status is NodeStatus.DONE), None)
-                if winner is not None:
-                    self._winner_of[node.id] = winner
+            winner = winners.get(node.race_group) if node.race_group else None
+            if winner is not None and node.status is NodeStatus.SKIPPED and (node.error or "").startswith(LOST_RACE):
+                self._winner_of[node.id] = winner
 
     # -- structure --------------------------------------------------------------------------------
 

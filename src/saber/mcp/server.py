@@ -22,6 +22,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from saber.events import ApprovalRequired
 from saber.tools.base import Tool
 from saber.tools.errors import ToolError
 
@@ -97,8 +98,8 @@ async def _approved(agent: Any, tool: Tool, arguments: dict[str, Any], user_id: 
     call_id = f"mcp-{uuid.uuid4().hex}"
 
     async def said(event: Any) -> None:
-        if getattr(event, "type", "") == "approval_required":
-            log.warning("MCP call of %s waits for approval: saber approve %s %s", tool.name, call_id, "call")
+        if isinstance(event, ApprovalRequired):
+            log.warning("MCP call of %s waits for approval: saber approve %s call", tool.name, call_id)
 
     decision = await agent.approvals.request(user_id=user_id, task_id=call_id, node_id="call", tool=tool.name,
                                              params=arguments, reason=reason, emit=said)

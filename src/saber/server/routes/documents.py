@@ -261,9 +261,11 @@ async def delete_document(document_id: str, agent: AgentDep, settings: SettingsD
     admin (or anyone on a server without API keys)."""
     engine = _engine(agent)
     view = await _view(engine, user, settings)
-    if not view.visible(document_id) or not await asyncio.to_thread(_exists, engine, document_id):
+    if not view.visible(document_id):
         raise not_found(f"document {document_id!r}")
     if not view.deletable(document_id):
+        if not await asyncio.to_thread(_exists, engine, document_id):  # an unknown id is 404 for everyone
+            raise not_found(f"document {document_id!r}")
         raise ApiError(403, "forbidden", "a shared document: deleting it needs an admin key (server.admins), "
                                          "or `saber docs rm` on the server")
     if view.shared(document_id):

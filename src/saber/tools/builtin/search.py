@@ -123,7 +123,7 @@ class SearxngBackend:
         return [SearchHit(title=r.title, url=r.url, snippet=r.content or "") for r in parsed.results[:max_results]]
 
 
-# -- ddgs: DuckDuckGo and the other engines it asks in turn ----------------------------------------------------------------------
+# -- ddgs: DuckDuckGo and the other engines it asks in turn -------------------------------------
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DdgsBackend:
@@ -140,17 +140,17 @@ class DdgsBackend:
         try:
             return DDGS(timeout=max(1, round(self.timeout))).text(query, max_results=max_results)
         except RatelimitException as exc:
-            raise ToolError(f"web search (ddgs{_where(exc)}) is rate-limiting requests; try again later",
+            raise ToolError(f"{_ddgs(exc)} is rate-limiting requests; try again later",
                             retryable=True) from None
         except TimeoutException as exc:
-            raise ToolError(f"web search (ddgs{_where(exc)}) could not be reached: timed out", retryable=True) from None
+            raise ToolError(f"{_ddgs(exc)} could not be reached: timed out", retryable=True) from None
         except DDGSException as exc:
             if str(exc).startswith("No results found"):  # every engine answered, with nothing
                 return []
-            raise ToolError(f"web search (ddgs{_where(exc)}) could not be reached: {_reason(exc)}",
+            raise ToolError(f"{_ddgs(exc)} could not be reached: {_reason(exc)}",
                             retryable=True) from None
         except OSError as exc:
-            raise ToolError(f"web search (ddgs{_where(exc)}) could not be reached: {_reason(exc)}",
+            raise ToolError(f"{_ddgs(exc)} could not be reached: {_reason(exc)}",
                             retryable=True) from None
 
     async def search(self, query: str, max_results: int) -> list[SearchHit]:
@@ -180,10 +180,10 @@ _REASONS = (
 )
 
 
-def _where(exc: BaseException) -> str:
-    """": https://host/path" for the first URL in the error's text (the engine ddgs was asking), or nothing."""
+def _ddgs(exc: BaseException) -> str:
+    """"web search (ddgs: https://host/path)", naming the engine ddgs was asking when the error does."""
     m = _URL.search(str(exc))
-    return f": {m.group(0).rstrip('.,;:')}" if m else ""
+    return f"web search (ddgs: {m.group(0).rstrip('.,;:')})" if m else "web search (ddgs)"
 
 
 def _reason(exc: BaseException) -> str:
