@@ -65,6 +65,14 @@ def wait_status(client: httpx.Client, task_id: str, wanted: str, headers: dict[s
     raise AssertionError(f"task {task_id} never became {wanted}: {body}")
 
 
+def wait_for(condition: Callable[[], object], what: str) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"never saw {what}")
+
+
 def test_reconnect_with_last_event_id_loses_and_repeats_nothing(serve: Callable[..., LiveServer],
                                                                fake_llm: FakeOpenAIServer) -> None:
     fake_llm.queue(plan(0.2, 0.2, 0.2), "three steps done")
@@ -169,6 +177,7 @@ def test_a_user_at_the_limit_gets_429_others_do_not(serve: Callable[..., LiveSer
         r = client.post("/api/chat", json={"message": "现在几点"}, headers=ALICE)
         assert r.status_code == 429 and r.headers["retry-after"] == "1"
         assert r.json()["error"]["code"] == "too_many_requests" and r.json()["request_id"]
+        wait_for(lambda: fake_llm.chat_requests, "alice's planner call")  # else bob's request may take her plan
         # bob's request gets scripted replies (an empty script answers errors, retried with backoff: slow)
         fake_llm.queue(*["It is noon in UTC."] * 4)
         assert client.post("/api/chat", json={"message": "现在几点 in UTC", "mode": "tool"}, headers=BOB).status_code == 200
