@@ -214,6 +214,23 @@ for q in ["ty", "thx!", "谢了"]:
 for q in ["good night", "晚安", "I'm back"]:
     add("smalltalk", q, "chat")
 
+# -- time in one place, weather in another (added later, before the planner bound places to clauses):
+# each question is about its own clause's places; a clause that names none asks about the others';
+# a comma-separated list of places is one question --------------------------------------------------
+for q, calls in [("What time is it in New York and what is the weather in Paris?", [t("New York"), w("Paris")]),
+                 ("纽约现在几点，巴黎天气怎么样", [t("New York"), w("Paris")]),
+                 ("东京几点了？伦敦天气如何？", [t("Tokyo"), w("London")]),
+                 ("Tell me the time in Sydney, and how is the weather in Berlin?", [t("Sydney"), w("Berlin")]),
+                 ("北京的天气怎么样，再告诉我洛杉矶现在几点", [w("Beijing"), t("Los Angeles")]),
+                 ("What's the weather like in Rome and what time is it in Tokyo?", [w("Rome"), t("Tokyo")]),
+                 ("Compare the weather in Tokyo, Osaka and Kyoto", [w("Tokyo"), w("Osaka"), w("Kyoto")]),
+                 ("上海现在几点，那里天气怎么样", [t("Shanghai"), w("Shanghai")]),
+                 ("What time is it in Madrid? And the weather there?", [t("Madrid"), w("Madrid")]),
+                 ("伦敦、巴黎现在几点，纽约天气如何", [t("London"), t("Paris"), w("New York")]),
+                 ("weather in Seoul, time in Dubai", [w("Seoul"), t("Dubai")]),
+                 ("北京，上海，广州的天气", [w("Beijing"), w("Shanghai"), w("Guangzhou")])]:
+    add("split_clauses", q, "react", calls)
+
 out = Path(__file__).with_name("routing.jsonl")
 out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 print(len(rows), "rows →", out)

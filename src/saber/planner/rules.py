@@ -144,10 +144,16 @@ def _tool_rules(query: str, tools: Mapping[str, Tool], prefs: dict[str, Any],
 
 
 @functools.cache
+def _clause_boundary() -> re.Pattern[str]:
+    """Where one request of a query ends: punctuation, or "and/then" before a new request."""
+    return re.compile(r"[，,；;。！!？?\n]+|\s+(?:and\s+then|and|then)\s+(?=(?:tell|give|show|let|also|what|how)\b)",
+                      re.IGNORECASE)
+
+
+@functools.cache
 def _search_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(clause boundary, leading request): compiled on the first search, not at import."""
-    clauses = re.compile(r"[，,；;。！!？?\n]+|\s+(?:and\s+then|and|then)\s+(?=(?:tell|give|show|let|also|what|how)\b)",
-                         re.IGNORECASE)
+    clauses = _clause_boundary()
     english = (r"(?:(?:do|run)\s+an?\s+)?(?:(?:web|internet|online)\s+)?search\b(?!\s+(?:engines?|results?|bars?|terms?)\b)"
                r"(?:\s+(?:the\s+web|the\s+internet|online|google)\b)?(?:\s+(?:for|about|on)\b)?"
                r"|look\s*up\b|google\b|find\b(?:\s+me\b)?(?:\s+some\b)?(?:\s+(?:information|info|details)\b)?"
@@ -183,20 +189,20 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
 
     prefs = dict(preferences or {})
     warnings = warnings if warnings is not None else []
-    places = (find_places or place_mentions)(query)
+    time_places, weather_places = _places_asked(query, find_places or place_mentions)
     calls: list[tuple[str, dict[str, Any]]] = []
     if kw.TIME.search(query) and "get_time" in tools:
         param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location"))
         if param is None:
             calls.append(("get_time", {}))
-        elif places:
-            calls += [("get_time", {param: place}) for place in places]
+        elif time_places:
+            calls += [("get_time", {param: place}) for place in time_places]
         else:
             calls.append(("get_time", _time_params(tools["get_time"], None, prefs)))
     if kw.WEATHER.search(query) and "get_weather" in tools:
         weather = tools["get_weather"]
         param = _place_param(weather, ("city", "location")) or "city"
-        cities = [p for p in places if not is_zone_form(p)]
+        cities = [p for p in weather_places if not is_zone_form(p)]
         if cities:
             calls += [("get_weather", {param: city}) for city in cities]
         else:
@@ -206,6 +212,29 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
             else:
                 warnings.append("get_weather skipped: no city in the query and no preferred city")
     return calls
+
+
+def _places_asked(query: str, find_places: PlaceFinder) -> tuple[list[str], list[str]]:
+    """(places asked the time of, places asked the weather of).
+
+    Each question is about the places of its own clause ("What time is it in New York and what is
+    the weather in Paris?" asks the time of New York only); a clause that names no place asks
+    about the query's places ("上海现在几点，那里天气怎么样"). When a clause names places but asks
+    neither ("北京，上海，广州的天气", "the weather in Tokyo, Osaka and Kyoto"), the commas list
+    places of one question, and every question is about every place."""
+    places = find_places(query)
+    parts = [p for p in _clause_boundary().split(query) if p and p.strip()]
+    if len(parts) < 2 or not places:
+        return places, places
+    found = [(part, find_places(part)) for part in parts]
+    if any(named and not (kw.TIME.search(part) or kw.WEATHER.search(part)) for part, named in found):
+        return places, places
+
+    def asked(kind: re.Pattern[str]) -> list[str]:
+        mine = [place for part, named in found if kind.search(part) for place in named]
+        return list(dict.fromkeys(mine)) or places
+
+    return asked(kw.TIME), asked(kw.WEATHER)
 
 
 def _place_param(tool: Tool, names: tuple[str, ...]) -> str | None:

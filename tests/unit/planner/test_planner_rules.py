@@ -58,6 +58,23 @@ def test_preferences_fill_city_and_timezone() -> None:
     ]
 
 
+@pytest.mark.parametrize(("query", "calls"), [
+    ("What time is it in New York and what is the weather in Paris?",
+     [("get_time", "New York"), ("get_weather", "Paris")]),
+    ("伦敦、巴黎现在几点，纽约天气如何", [("get_time", "伦敦"), ("get_time", "巴黎"), ("get_weather", "纽约")]),
+    ("weather in Seoul, time in Dubai", [("get_time", "Dubai"), ("get_weather", "Seoul")]),
+    # a clause that names no place asks about the others' places
+    ("上海现在几点，那里天气怎么样", [("get_time", "上海"), ("get_weather", "上海")]),
+    ("What time is it in Madrid? And the weather there?", [("get_time", "Madrid"), ("get_weather", "Madrid")]),
+    # places listed with commas belong to one question
+    ("Compare the weather in Tokyo, Osaka and Kyoto", [("get_weather", "Tokyo"), ("get_weather", "Osaka"),
+                                                      ("get_weather", "Kyoto")]),
+    ("北京，上海的天气和时间", [("get_time", "北京"), ("get_time", "上海"), ("get_weather", "北京"), ("get_weather", "上海")]),
+])
+def test_each_question_is_about_the_places_of_its_own_clause(query: str, calls: list[tuple[str, str]]) -> None:
+    assert [(target, next(iter(params.values()))) for _, target, params, _, _ in _summary(query)] == calls
+
+
 def test_weather_without_any_city_is_skipped_with_a_warning() -> None:
     plan = rule_plan("天气怎么样", {"get_weather": get_weather}, agents=AGENTS)
     assert plan.nodes == []
