@@ -65,6 +65,7 @@ from saber.llm.limits import limits_from_settings
 from saber.llm.nomodel import is_no_model
 from saber.llm.types import Message
 from saber.mcp.manager import MCPManager
+from saber.rag.documents import EmbeddingError
 from saber.rag.factory import engine_from_settings
 from saber.rag.scope import knowledge_scope
 from saber.rag.tools import knowledge_tools
@@ -424,7 +425,11 @@ class Agent:
         if memory.model is not None:
             self._background_task(self._learn_preferences(turn.user_id, turn.query), turn)
         turn.preferences = await memory.preferences(turn.user_id)
-        recalled = await memory.recall(turn.user_id, turn.query, 3, relevant_only=True)
+        try:
+            recalled = await memory.recall(turn.user_id, turn.query, 3, relevant_only=True)
+        except EmbeddingError as exc:  # the turn goes on without memories, and says why
+            await turn.emit(Error(message=f"memories not recalled: {exc}", where="memory"))
+            recalled = []
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))
@@ -465,7 +470,11 @@ class Agent:
         from saber.agent.relevance import settings_gate  # numpy and the embedder: only with documents loaded
 
         gate = settings_gate(engine, self.settings)
-        return await asyncio.to_thread(gate.evidence, turn.query)
+        try:
+            return await asyncio.to_thread(gate.evidence, turn.query)
+        except EmbeddingError as exc:  # routed by keywords alone
+            await turn.emit(Error(message=f"knowledge base relevance not measured: {exc}", where="router"))
+            return None
 
     async def _dispatch(self, turn: Turn, decision: RouteDecision) -> str:
         if decision.mode == "tool" and turn.tool_node is not None:

@@ -425,25 +425,35 @@ class RagEngine:
             for rank, (i, h) in enumerate(((i, hits[i]) for i in order), start=1)
         ]
 
+    def search_or_keywords(self, query: str, k: int = 5) -> tuple[list[Hit], str | None]:
+        """(hits, None) from a hybrid search; when the embedder fails, (keyword hits, why): the
+        documents stay findable by their words while the embedder is down, and the caller says so."""
+        try:
+            return self.search(query, k), None
+        except EmbeddingError as exc:
+            log.warning("vector search failed, keyword search only: %s", exc)
+            return self.search(query, k, mode="keyword"), str(exc)
+
     # -- answers ---------------------------------------------------------------------------------
 
     def query(self, q: str, k: int = 5) -> tuple[str, list[Hit]]:
         """(answer, hits): the answer is the best passages with their sources, quoted, not generated."""
-        hits = self.search(q, k)
-        return format_passages(q, hits), hits
+        hits, failed = self.search_or_keywords(q, k)
+        return format_passages(q, hits, vector_failure=failed), hits
 
     async def aquery(self, q: str, k: int = 5) -> tuple[str, list[Hit]]:
         """Like ``query``; with a generator model, the answer is written by it from the passages only."""
-        hits = await asyncio.to_thread(self.search, q, k)
+        hits, failed = await asyncio.to_thread(self.search_or_keywords, q, k)
         if self.generator is None or not hits:
-            return format_passages(q, hits), hits
+            return format_passages(q, hits, vector_failure=failed), hits
         passages = _unique_sections(hits)
         context = "\n\n".join(f"[{n}] {h.title}\n{h.context}" for n, h in enumerate(passages, start=1))
         completion = await self.generator.complete(
             [Message.system(GROUNDED_SYSTEM), Message.user(f"Context:\n{context}\n\nQuestion: {q}")]
         )
         sources = "; ".join(f"[{n}] {h.title}" for n, h in enumerate(passages, start=1))
-        return f"{completion.text.strip()}\n\nSources: {sources}", hits
+        failure = f"\n(Vector search failed ({failed}): passages found by keyword search only.)" if failed else ""
+        return f"{completion.text.strip()}\n\nSources: {sources}{failure}", hits
 
 
 def _details(keyword: list[tuple[int, float]], vector: list[tuple[int, float]]) -> dict[int, dict[str, float]]:
@@ -474,15 +484,17 @@ _KIND_LABEL = {
 }
 
 
-def format_passages(q: str, hits: Sequence[Hit]) -> str:
-    """The extractive answer: each distinct parent section once, best first, with its source."""
+def format_passages(q: str, hits: Sequence[Hit], *, vector_failure: str | None = None) -> str:
+    """The extractive answer: each distinct parent section once, best first, with its source.
+    ``vector_failure``: why only keyword search ran (the embedder failed), said first."""
+    failed = f"Vector search failed ({vector_failure}): keyword search only.\n" if vector_failure else ""
     if not hits:
-        return f"No passage in the knowledge base matches {q!r}."
+        return f"{failed}No passage in the knowledge base matches {q!r}."
     passages = _unique_sections(hits)
     how = _KIND_LABEL[hits[0].score_kind]
     if hits[0].score_kind == "rrf" and not any("cosine" in h.details for h in hits):
         how = "keyword search: vector search found none of them (their vectors may still be computed)"
-    lines = [f"{len(passages)} passage(s) from the knowledge base for {q!r} (ranked by {how}):"]
+    lines = [f"{failed}{len(passages)} passage(s) from the knowledge base for {q!r} (ranked by {how}):"]
     for n, h in enumerate(passages, start=1):
         where = f" — {h.source}" if h.source and h.source != h.title else ""
         lines.append(f"\n[{n}] {h.title}{where}\n{h.context.strip()}")

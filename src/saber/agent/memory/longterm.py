@@ -222,14 +222,14 @@ class LongTermMemory:
         ``min_similarity`` similar and ``min_relevance`` above the baseline (see ``RecalledMemory``);
         ``relevant_only`` uses the embedder's ``thresholds.min_relevance``. Recalled memories count
         as used now."""
-        if relevant_only and min_relevance is None:
-            min_relevance = self.thresholds.min_relevance
         check_user_id(user_id)
         if k <= 0 or not query.strip():
             return []
         records = self._current(user_id)
-        if not records:
+        if not records:  # before the thresholds: calibrating them embeds, and nothing needs it yet
             return []
+        if relevant_only and min_relevance is None:
+            min_relevance = self.thresholds.min_relevance
         import numpy as np  # only a user with memories needs it
 
         q = self.embedder.embed_query(query)

@@ -14,17 +14,24 @@ from saber.agent.prompts import RAG_ANSWER
 from saber.agent.relevance import settings_gate
 from saber.agent.render import nothing_relevant
 from saber.config import Settings
-from saber.events import RagResult, Token
-from saber.rag.documents import Hit
+from saber.events import Error, RagResult, Token
+from saber.rag.documents import EmbeddingError, Hit
 from saber.rag.engine import RagEngine, format_passages
 
 
-def _relevant_search(engine: RagEngine, query: str, settings: Settings) -> tuple[list[Hit], list[Hit], str]:
-    """(all hits, the relevant ones, the evidence in words) — blocking, run in a thread."""
+def _relevant_search(engine: RagEngine, query: str, settings: Settings) -> tuple[list[Hit], str, str | None]:
+    """(the relevant hits, the evidence in words, why vector search failed) — blocking, run in a
+    thread. With the embedder down, relevance cannot be measured: the keyword hits are used, and
+    the failure is said."""
+    hits, failed = engine.search_or_keywords(query, 5)
+    if failed:
+        return hits, "", failed
     gate = settings_gate(engine, settings)
-    hits = engine.search(query, 5)
-    relevant = gate.relevant_hits(query, hits)
-    return hits, relevant, gate.evidence(query).describe() if not relevant else ""
+    try:
+        relevant = gate.relevant_hits(query, hits)
+        return relevant, gate.evidence(query).describe() if not relevant else "", None
+    except EmbeddingError as exc:  # the embedder failed between the search and the gate
+        return engine.search(query, 5, mode="keyword"), "", str(exc)
 
 
 async def run_rag(turn: Turn) -> str:
@@ -33,11 +40,14 @@ async def run_rag(turn: Turn) -> str:
         text = "知识库是空的：请先上传文档。" if turn.lang == "zh" else "The knowledge base is empty: upload documents first."
         await turn.emit(Token(content=text))
         return text
-    hits, relevant, evidence = await asyncio.to_thread(_relevant_search, engine, turn.query,
-                                                      turn.services.settings)
+    relevant, evidence, failed = await asyncio.to_thread(_relevant_search, engine, turn.query, turn.services.settings)
+    if failed:
+        await turn.emit(Error(message=f"vector search failed, keyword search only (relevance not checked): {failed}",
+                              where="rag"))
     await turn.emit(RagResult(query=turn.query, hits=[h.to_event() for h in relevant]))
     if not relevant:
-        text = nothing_relevant(turn.query, turn.lang, evidence)
+        text = nothing_relevant(turn.query, turn.lang, f"keyword search only, vector search failed: {failed}"
+                                if failed else evidence)
         await turn.emit(Token(content=text))
         return text
     sections: list[str] = []
@@ -50,5 +60,5 @@ async def run_rag(turn: Turn) -> str:
         prompt = "资料：\n" + "\n\n".join(blocks) + f"\n\n问题：{turn.query}"
     else:
         prompt = "Passages:\n" + "\n\n".join(blocks) + f"\n\nQuestion: {turn.query}"
-    extractive = format_passages(turn.query, relevant)
+    extractive = format_passages(turn.query, relevant, vector_failure=failed)
     return await stream_answer(turn, turn.messages(RAG_ANSWER, prompt, with_history=False), fallback=extractive, where="rag")
