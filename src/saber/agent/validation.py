@@ -1,7 +1,7 @@
 """What ``Agent.stream`` / ``Agent.resume`` accept: checked before any event, with a clear ValueError.
 
 A query must be text (``bytes`` are refused, not decoded by guess), non-empty, encodable (no lone
-surrogates, which would fail later when stored or sent) and within ``max_query_chars``. A user id
+surrogates and no NUL, which would fail later when stored or sent) and within ``max_query_chars``. A user id
 is a string of at most 200 characters without surrounding spaces (otherwise "alice" and
 "alice " would be two users sharing a name). A task id is at most 200 characters of text.
 """
@@ -74,6 +74,8 @@ def _check_encodable(name: str, value: str) -> None:
     except UnicodeEncodeError as exc:
         raise ValueError(f"{name} is not valid Unicode text: a lone surrogate at position {exc.start} "
                          f"({value[exc.start]!r})") from None
+    if (nul := value.find("\x00")) >= 0:  # PostgreSQL cannot store it: refused before it is written anywhere
+        raise ValueError(f"{name} holds a NUL character (\\x00) at position {nul}: remove it")
 
 
 def limit_answer(answer: str, max_chars: int) -> str:

@@ -128,16 +128,16 @@ class Tx:
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Rows:
         if isinstance(self.conn, sqlite3.Connection):
-            return self.conn.execute(statement, tuple(params))
-        return cast(Rows, self.conn.exec_driver_sql(self._sql(statement), tuple(params)))
+            return self.conn.execute(statement, _without_nul(params))
+        return cast(Rows, self.conn.exec_driver_sql(self._sql(statement), _without_nul(params)))
 
     def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
         if isinstance(self.conn, sqlite3.Connection):
-            self.conn.executemany(statement, [tuple(r) for r in rows])
+            self.conn.executemany(statement, [_without_nul(r) for r in rows])
         else:
-            self.conn.exec_driver_sql(self._sql(statement), [tuple(r) for r in rows])
+            self.conn.exec_driver_sql(self._sql(statement), [_without_nul(r) for r in rows])
 
     @property
     def driver_connection(self) -> Any:
@@ -145,6 +145,14 @@ class Tx:
         if isinstance(self.conn, sqlite3.Connection):
             return self.conn
         return self.conn.connection.driver_connection
+
+
+def _without_nul(params: Sequence[Any]) -> tuple[Any, ...]:
+    """PostgreSQL text cannot hold NUL: a NUL that reached a write (an answer quoting a binary tool
+    result, a model's output) is dropped, as documents drop theirs, rather than failing the write;
+    on SQLite too, so both stores keep the same text. Ids and queries never get here with one:
+    they are refused at the edge."""
+    return tuple(p.replace("\x00", "") if isinstance(p, str) and "\x00" in p else p for p in params)
 
 
 class Database:

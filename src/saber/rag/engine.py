@@ -143,6 +143,7 @@ class RagEngine:
         made before returning (an embedding failure raises, the chunks stay pending), without it
         the background filler makes them (``document.search`` says how far it is)."""
         text = normalize_text(content)
+        title, source, summary = (v.replace("\x00", "") for v in (title, source, summary))  # as the text drops them
         if not title.strip():
             raise RagError("a document needs a title")
         if not text:

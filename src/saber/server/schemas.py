@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from saber.server.errors import ErrorBody
 
@@ -17,10 +17,10 @@ class ChatRequest(BaseModel):
     message: str = Field(min_length=1, description="The query.")
     mode: Mode | None = Field(None, description="Force a mode; routed by rules when absent.")
     selected_tools: list[str] | None = Field(None, description="Only these tools may be used.")
-    use_rag: bool | None = None
+    use_rag: StrictBool | None = None
     task_id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$",
                                 description="A new task id chosen by the caller (default: a random one).")
-    detach: bool = Field(False, description="Stream only: the task keeps running when the client disconnects.")
+    detach: StrictBool = Field(False, description="Stream only: the task keeps running when the client disconnects.")
     user_id: str | None = Field(None, min_length=1, max_length=128,
                                 description="Local mode only: with API keys the key decides the user.")
 

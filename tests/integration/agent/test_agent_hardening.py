@@ -52,6 +52,7 @@ class GatedModel(ScriptedModel):
     ({"query": b"hello"}, "query must be text .* got bytes"),
     ({"query": 42}, "query must be text"),
     ({"query": "bad \ud800 text"}, "query is not valid Unicode text: a lone surrogate at position 4"),
+    ({"query": "hi\x00there"}, r"query holds a NUL character \(\\x00\) at position 2: remove it"),
     ({"query": "hi", "user_id": 7}, "user_id must be a string, got int"),
     ({"query": "hi", "user_id": "x" * 201}, "user_id is 201 characters, over the limit of 200"),
     ({"query": "hi", "user_id": " alice "}, "user_id must not start or end with spaces"),

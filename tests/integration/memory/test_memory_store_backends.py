@@ -43,6 +43,12 @@ def test_history_keeps_unicode_and_long_text(store: MemoryStore) -> None:
     assert store.recent_history("u1", 1)[0].content == text
 
 
+def test_a_nul_in_stored_text_is_dropped_on_both_stores(store: MemoryStore) -> None:
+    """PostgreSQL refuses NUL in text; an answer that quotes a binary tool result must still be kept."""
+    store.append_history("u1", "assistant", "before\x00after", keep=5, now=1.0)
+    assert store.recent_history("u1", 1)[0].content == "beforeafter"
+
+
 def test_preferences_upsert_and_delete(store: MemoryStore) -> None:
     store.set_preferences("u1", {"city": "北京", "name": "张三"}, now=1.0)
     store.set_preferences("u1", {"city": "上海"}, now=2.0)

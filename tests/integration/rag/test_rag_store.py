@@ -148,3 +148,14 @@ def test_owners_scope_what_each_user_sees(store_factory: StoreFactory) -> None:
     assert store.hidden_from("bob") == set() and store.release(a, "bob") is False and store.release(a, "alice") is True
     store.add_owner(b, "bob")
     assert store.delete_document(b) and store.owned_by("bob") == set()
+
+
+def test_nul_characters_in_a_document_are_dropped_not_fatal(store_factory: StoreFactory) -> None:
+    """PostgreSQL text cannot hold NUL: a title, source, summary or text with one is stored without it."""
+    engine = RagEngine(store_factory(), HashingEmbedder(dim=8))
+    result = engine.ingest_text("Nul\x00 title", "# Nul\x00 title\n\nbody\x00 text here", source="a\x00.md",
+                                summary="sum\x00mary")
+    stored = engine.store.get_document(result.document.id)
+    assert (stored.title, stored.source, stored.summary) == ("Nul title", "a.md", "summary")
+    assert "\x00" not in (stored.content or "") and "body text here" in (stored.content or "")
+    assert [h.title for h in engine.search("body text", 1)] == ["Nul title"]

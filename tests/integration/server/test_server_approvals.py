@@ -48,7 +48,7 @@ def test_only_the_tasks_user_can_answer_and_the_step_runs_once(serve: Callable[.
                     refused = client.post(f"/api/tasks/{task}/approvals/{node}", json={"approve": True}, headers=BOB)
                     assert refused.status_code == 404
                     assert RAN == []
-                    bad = client.post(f"/api/tasks/{task}/approvals/{node}", json={"approve": "maybe"}, headers=ALICE)
+                    bad = client.post(f"/api/tasks/{task}/approvals/{node}", json={"approve": "yes"}, headers=ALICE)
                     assert bad.status_code == 422
                     ok = client.post(f"/api/tasks/{task}/approvals/{node}", json={"approve": True}, headers=ALICE)
                     assert ok.status_code == 200 and ok.json()["status"] == "approved"

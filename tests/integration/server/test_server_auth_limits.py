@@ -88,6 +88,11 @@ def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., Live
     assert_error(httpx.post(url, json={"message": "hi", "use_rag": "maybe"}), 422, "invalid_request", "use_rag")
     assert_error(httpx.post(url, json={"message": "hi", "surprise": 1}), 422, "invalid_request", "surprise")
     assert_error(httpx.post(url, json={"message": "   "}), 422, "invalid_request", "message", "blank")
+    assert_error(httpx.post(url, json={"message": "hi\u0000there"}), 422, "invalid_request", "message",
+                 "NUL character", "position 2")
+    assert_error(httpx.post(url, json={"message": "hi", "detach": "yes"}), 422, "invalid_request", "detach")
+    assert_error(httpx.post(url, json={"message": "hi", "user_id": "a\u0000b"}), 422, "invalid_request", "user_id",
+                 "NUL character")
     assert_error(httpx.post(url, json=["message"]), 422, "invalid_request")
     assert_error(httpx.get(live.url + "/api/tasks/x/events", headers={"Last-Event-ID": "abc"}), 422, "invalid_request",
                  "Last-Event-ID")

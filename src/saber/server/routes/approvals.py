@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from saber.server.deps import AgentDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
@@ -16,9 +16,9 @@ router = APIRouter(prefix="/api", tags=["approvals"], responses=ERROR_RESPONSES)
 class ApprovalAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    approve: bool = Field(description="true runs the step; false fails it as denied by the user.")
+    approve: StrictBool = Field(description="true runs the step; false fails it as denied by the user.")
     reason: str = Field("", max_length=2000, description="Told to the model (and shown) with a denial.")
-    for_task: bool = Field(False, description="Approve this tool for the rest of the task.")
+    for_task: StrictBool = Field(False, description="Approve this tool for the rest of the task.")
 
 
 class ApprovalOut(BaseModel):

@@ -28,6 +28,8 @@ def check_message(text: str, limit: int, field: str = "message") -> None:
         raise ApiError(413, "too_large", f"{field}: {len(text)} characters, over the limit of {limit}")
     if not text.strip():
         raise ApiError(422, "invalid_request", f"{field}: must not be blank")
+    if (nul := text.find("\x00")) >= 0:
+        raise ApiError(422, "invalid_request", f"{field}: holds a NUL character (\\u0000) at position {nul}")
 
 
 async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatRequest,
