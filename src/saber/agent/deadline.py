@@ -4,7 +4,8 @@ Model calls inside see the deadline (``GuardedModel`` shortens their time limit 
 less a grace period), so a slow planner falls back to the rules and a slow answer is cut and
 labelled before the hard stop. If the work is still running at the deadline, it is cancelled;
 the answer is what was streamed so far, followed by a note saying the deadline was reached.
-An empty answer is never returned silently either.
+An empty answer is never returned silently either. Time spent waiting for an approval does not
+count (``saber.llm.deadline.deadline_paused``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from saber.agent.context import Turn
 from saber.events import Error, Token
-from saber.llm.guarded import request_deadline
+from saber.llm.deadline import request_deadline
 
 
 def grace(seconds: float) -> float:
@@ -26,13 +27,13 @@ async def within_deadline(turn: Turn, work: Callable[[], Awaitable[str]], second
     """``await work()``, ended ``seconds`` after ``started`` (loop time; now when None)."""
     loop = asyncio.get_running_loop()
     end = (loop.time() if started is None else started) + seconds
-    with request_deadline(end - grace(seconds)):
-        try:
-            async with asyncio.timeout_at(end) as scope:
+    try:
+        async with asyncio.timeout_at(end) as scope:
+            with request_deadline(end - grace(seconds), stop=scope):  # an approval's wait moves both later
                 return await _not_empty(turn, await work())
-        except TimeoutError:
-            if not scope.expired():
-                raise
+    except TimeoutError:
+        if not scope.expired():
+            raise
     await turn.emit(Error(message=f"the request reached its deadline of {seconds:g}s", where="deadline"))
     partial = "".join(turn.streamed).rstrip()
     if turn.lang == "zh":

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from saber.approvals.store import ApprovalStore, Question
 from saber.events import ApprovalGiven, ApprovalRequired, Event
 from saber.graph.approval import Decision
+from saber.llm.deadline import deadline_paused
 from saber.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class UserGate:
 
     async def request(self, *, task_id: str, node_id: str, tool: str, params: Mapping[str, Any], reason: str,
                       emit: Callable[[Event], Awaitable[None]]) -> Decision:
-        return await self.broker.request(user_id=self.user_id, task_id=task_id, node_id=node_id, tool=tool, params=params,
-                                         reason=reason, emit=emit)
+        with deadline_paused():  # a person's time to answer is not the request's: approval.timeout bounds it
+            return await self.broker.request(user_id=self.user_id, task_id=task_id, node_id=node_id, tool=tool,
+                                             params=params, reason=reason, emit=emit)
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from saber.llm.base import ChatModel, ModelError
+from saber.llm.deadline import time_left
 from saber.llm.degeneration import repetition
 from saber.llm.limits import DEFAULT_MAX_TOKENS, GenerationLimits, Purpose, max_tokens_kwarg
 from saber.llm.types import (
@@ -38,30 +38,9 @@ from saber.llm.types import (
 )
 from saber.tools.base import Tool
 
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("saber_request_deadline", default=None)
-"""The event-loop time by which the current request's model calls must be over."""
-
 _CHECK_EVERY = 48
 """Characters of new text between two repetition checks."""
 _TAIL = 2000
-
-
-@contextlib.contextmanager
-def request_deadline(at: float | None) -> Iterator[None]:
-    """Model calls made inside (and in tasks started inside) end by loop time ``at``."""
-    token = _DEADLINE.set(at)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
-def time_left() -> float | None:
-    """Seconds the current request has left for model calls, or None without a deadline."""
-    at = _DEADLINE.get()
-    if at is None:
-        return None
-    return at - asyncio.get_running_loop().time()
 
 
 class GuardedModel:

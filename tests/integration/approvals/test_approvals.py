@@ -171,3 +171,21 @@ async def test_an_interrupted_waiting_task_answered_later_runs_the_step_once_on_
     assert not any(isinstance(e, ApprovalRequired) for e in resumed)
     assert any(isinstance(e, ApprovalGiven) and e.approved for e in resumed)
     assert resumed[-1].data["answer"] == "Deleted after all."
+
+
+async def test_the_wait_for_an_approval_does_not_count_against_the_request_deadline(tmp_path: Path) -> None:
+    """approval.timeout bounds a person's answer, not request_deadline: a yes given after the
+    request's deadline would have passed still runs the step and the answer is written."""
+    agent = agent_for(tmp_path, [plan(DELETE), "Deleted the old logs."], request_deadline=1.0)
+    async with agent:
+        async def approve_late(q: ApprovalRequired) -> None:
+            async def later() -> None:
+                await asyncio.sleep(1.5)
+                await agent.approvals.decide(q.task_id, q.node_id, approve=True, by="alice")
+
+            asyncio.get_running_loop().create_task(later())
+
+        events = await collect_answering(agent, "delete the old logs", approve_late)
+    assert RUNS == ["old logs"]
+    assert [e.data["where"] for e in events if e.type == "error"] == []
+    assert events[-1].data["answer"] == "Deleted the old logs."

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from saber.llm import ModelError
-from saber.llm.guarded import GuardedModel, request_deadline
+from saber.llm.deadline import request_deadline
+from saber.llm.guarded import GuardedModel
 from saber.llm.limits import GenerationLimits
 from saber.llm.types import Completion, Message, StreamChunk, StreamEnd, TextDelta
 from saber.testing import ScriptedModel
