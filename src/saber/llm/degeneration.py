@@ -3,10 +3,13 @@
 Small models fall into loops ("你好！你好！你好！…", the same sentence with a counter that goes
 up). Two cheap checks on the tail of the text, both linear in the tail's length per period tried:
 
-- the tail is periodic (digits folded to 0, so "Step 1 … Step 2 …" counts) over at least four
-  repetitions of a unit shorter than 40 characters, or three of a longer one, and over 60+
-  characters;
-- five of the last six non-empty lines are the same line (digits folded).
+- the tail is periodic over at least four repetitions of a unit shorter than 40 characters, or
+  three of a longer one, and over 60+ characters;
+- five of the last six non-empty lines are the same line.
+
+Both also run with digits folded to 0, so "Step 1 … Step 2 …" counts — then only for a unit with
+words in it: the rows of a table of years and figures, or a list of IP addresses, differ only in
+their digits too, and they are answers, not loops.
 """
 
 from __future__ import annotations
@@ -17,18 +20,28 @@ _TAIL = 1600
 _MAX_PERIOD = 300
 _MIN_SPAN = 60
 _DIGITS = re.compile(r"\d")
+_MIN_LETTERS = 3
 
 
 def repetition(text: str) -> str | None:
     """A short description of the loop the end of ``text`` is stuck in, or None."""
-    tail = _DIGITS.sub("0", text[-_TAIL:])
-    unit = _periodic_unit(tail)
-    if unit is not None:
-        return f"the model kept repeating {_show(unit)}"
-    line = _repeated_line(tail)
-    if line is not None:
-        return f"the model kept repeating the line {_show(line)}"
+    raw = text[-_TAIL:]
+    folded = _DIGITS.sub("0", raw)
+    for tail in (raw, folded):
+        unit = _periodic_unit(tail)
+        if unit is not None and (tail is raw or _worded(unit)):
+            return f"the model kept repeating {_show(unit)}"
+        line = _repeated_line(tail, worded=tail is not raw)
+        if line is not None:
+            return f"the model kept repeating the line {_show(line)}"
     return None
+
+
+def _worded(unit: str) -> bool:
+    """Whether a unit that repeats only once digits are folded has words around its numbers
+    ("Step 0: check the weather"), not only numbers and punctuation: rows of a table of figures
+    ("| 0000 | 000 |") and a list of addresses ("00.0.0.0, ") are data, however alike."""
+    return sum(ch.isalpha() for ch in unit) >= _MIN_LETTERS
 
 
 def _periodic_unit(tail: str) -> str | None:
@@ -43,13 +56,13 @@ def _periodic_unit(tail: str) -> str | None:
     return None
 
 
-def _repeated_line(tail: str) -> str | None:
+def _repeated_line(tail: str, *, worded: bool) -> str | None:
     lines = [ln.strip() for ln in tail.splitlines() if ln.strip()]
     last = lines[-7:-1]  # the final line may still be growing
     if len(last) < 6:
         return None
     for candidate in set(last):
-        if len(candidate) >= 4 and last.count(candidate) >= 5:
+        if len(candidate) >= 4 and last.count(candidate) >= 5 and (not worded or _worded(candidate)):
             return candidate
     return None
 
