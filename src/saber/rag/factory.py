@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from saber.config import Settings
 from saber.rag.chunking import ChunkingConfig
-from saber.rag.embedder import Embedder, LocalE5Embedder
+from saber.rag.embedder import LOCAL_EMBEDDERS, Embedder, LocalE5Embedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import open_store
 
 
-def embedder_from_settings(settings: Settings) -> Embedder:
-    """The embedder ``settings`` ask for: the bundled local E5 model, or an OpenAI-compatible endpoint."""
+def embedder_from_settings(settings: Settings, recorded: str | None = None) -> Embedder:
+    """The embedder ``settings`` ask for: a bundled model, or an OpenAI-compatible endpoint.
+    ``recorded``: the embedder a knowledge base was indexed with, which ``auto`` keeps."""
     if settings.embedding_provider == "openai":
         from saber.rag.openai_embedder import OpenAIEmbedder
 
@@ -20,7 +21,10 @@ def embedder_from_settings(settings: Settings) -> Embedder:
         return OpenAIEmbedder(base_url=settings.embedding_base_url, model=settings.embedding_model, api_key=key,
                               dim=settings.embedding_dim, batch_size=settings.embedding_batch_size,
                               timeout=settings.llm_timeout)
-    return LocalE5Embedder()
+    choice = settings.embedding_local_model
+    if choice == "auto":
+        choice = "multilingual-e5-small" if recorded == LocalE5Embedder.name else "use-multilingual-v3"
+    return LOCAL_EMBEDDERS[choice]()
 
 
 def engine_from_settings(settings: Settings | None = None) -> RagEngine:
@@ -29,4 +33,5 @@ def engine_from_settings(settings: Settings | None = None) -> RagEngine:
     store = open_store(s.database_url, str(s.sqlite_path), pool_size=s.db_pool_size)
     chunking = ChunkingConfig(child_size=s.rag_child_size, child_overlap=s.rag_child_overlap,
                               parent_size=s.rag_parent_size, parent_overlap=s.rag_parent_overlap)
-    return RagEngine(store, embedder_from_settings(s), chunking=chunking, max_file_mb=s.rag_max_file_mb)
+    recorded = store.recorded_embedder() if s.embedding_provider == "local" else None
+    return RagEngine(store, embedder_from_settings(s, recorded), chunking=chunking, max_file_mb=s.rag_max_file_mb)

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from saber.agent.memory.store import MemoryStore
-from saber.rag.embedder import LocalE5Embedder
+from saber.rag.embedder import LocalUSEEmbedder
 
 ADMIN_URL = os.environ.get("SABER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 @pytest.fixture(scope="session")
-def embedder() -> LocalE5Embedder:
-    return LocalE5Embedder()
+def embedder() -> LocalUSEEmbedder:
+    return LocalUSEEmbedder()  # the default bundled model
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from saber.agent.memory import MemoryService
 from saber.agent.memory.postgres_store import PostgresMemoryStore
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.agent.memory.store import MemoryStore, MemoryStoreError, NewMemory, normalise_text
-from saber.rag.embedder import LocalE5Embedder
+from saber.rag.embedder import Embedder
 
 
 def _new(text: str, *, importance: float = 0.5, now: float = 100.0, seed: int = 0) -> NewMemory:
@@ -213,7 +213,7 @@ def test_two_postgres_stores_create_the_schema_at_once(postgres_url: str) -> Non
             s.close()
 
 
-async def test_service_end_to_end_with_two_users(store: MemoryStore, embedder: LocalE5Embedder) -> None:
+async def test_service_end_to_end_with_two_users(store: MemoryStore, embedder: Embedder) -> None:
     service = MemoryService(store, embedder, history_window=4)
     for user in ("alice", "bob"):
         await service.append_history(user, "user", "我叫小明，我喜欢喝茶")

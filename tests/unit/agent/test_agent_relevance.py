@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from saber.agent.relevance import RelevanceGate
+from saber.agent.relevance import RelevanceGate, judge_for
 from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
+from saber.rag.embedder import Vectors
 from saber.rag.scope import knowledge_scope
 
 FALCON = "The Falcon project launches on 12 March. Priya Raman runs the server room of the Falcon project."
@@ -44,3 +45,40 @@ def test_another_users_document_is_no_evidence(pending_engine: RagEngine) -> Non
         seen_by_alice = gate.evidence("When does the Falcon project launch?")
     assert seen_by_bob.title is None and seen_by_bob.best < seen_by_bob.threshold
     assert seen_by_alice.title == "Falcon" and seen_by_alice.best >= seen_by_alice.threshold
+
+
+class CountingJudge(HashingEmbedder):
+    """A judge that records what it embedded (the gate must score with it, and once per chunk)."""
+
+    name = "hashing:judge"
+
+    def __init__(self) -> None:
+        super().__init__(256)
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.documents += list(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_judge_scores_the_passages_the_engine_found_each_once(tmp_path: Path) -> None:
+    engine = RagEngine(SQLiteStore(tmp_path / "saber.db"), HashingEmbedder(64))
+    engine.ingest_text("Falcon", FALCON)
+    judge = CountingJudge()
+    gate = RelevanceGate(engine, judge=judge, min_relevance=0.05)
+    about = gate.evidence("When does the Falcon project launch?")
+    assert about.title == "Falcon" and about.best >= about.threshold
+    judged = [t for t in judge.documents if t.startswith("Falcon\n")]
+    assert judged == [f"Falcon\n{FALCON}"]  # the chunk, titled as the store embeds it
+    gate.evidence("Who runs the Falcon server room?")
+    assert [t for t in judge.documents if t.startswith("Falcon\n")] == judged  # kept, not embedded again
+    assert gate.relevant_hits("Falcon launch date", engine.search("Falcon launch date", 3))
+    assert gate.evidence("how do I bake sourdough bread").best < about.threshold
+    engine.close()
+
+
+def test_the_default_embedder_is_judged_by_e5_and_others_by_themselves() -> None:
+    from saber.rag.embedder import LocalE5Embedder, LocalUSEEmbedder
+
+    assert isinstance(judge_for(LocalUSEEmbedder()), LocalE5Embedder)
+    assert judge_for(LocalE5Embedder()) is None and judge_for(HashingEmbedder()) is None

@@ -30,7 +30,7 @@ PUBLIC = {
     },
     "saber.rag": {
         "ChunkingConfig", "Document", "DocumentNotFound", "EmbeddingError", "Embedder", "EmptyDocument",
-        "FileTooLarge", "HashingEmbedder", "Hit", "IngestResult", "KnowledgeStore", "LocalE5Embedder",
+        "FileTooLarge", "HashingEmbedder", "Hit", "IngestResult", "KnowledgeStore", "LocalE5Embedder", "LocalUSEEmbedder",
         "OpenAIEmbedder", "RagEngine", "RagError", "Reranker", "SQLiteStore", "UnsupportedFileType",
         "embedder_from_settings", "engine_from_settings", "knowledge_tools", "open_store",
     },

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
-from saber.rag.embedder import LocalE5Embedder
+from saber.rag.embedder import LocalUSEEmbedder
 
 
 @pytest.fixture(scope="session")
-def embedder() -> LocalE5Embedder:
-    return LocalE5Embedder()
+def embedder() -> LocalUSEEmbedder:
+    return LocalUSEEmbedder()  # the default bundled model
 
 
 @pytest.fixture

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 from saber.agent.memory.longterm import (
-    SUGGESTED_MIN_RELEVANCE,
     LongTermMemory,
     MemoryCandidate,
     memory_weight,
 )
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
-from saber.rag.embedder import LocalE5Embedder, Vectors
+from saber.rag.embedder import Embedder, Vectors
 
 DAY = 86400.0
 
@@ -39,7 +38,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def memory(sqlite_store: SQLiteMemoryStore, embedder: LocalE5Embedder, clock: Clock) -> LongTermMemory:
+def memory(sqlite_store: SQLiteMemoryStore, embedder: Embedder, clock: Clock) -> LongTermMemory:
     return LongTermMemory(sqlite_store, embedder, clock=clock)
 
 
@@ -90,7 +89,7 @@ def test_recall_marks_memories_as_used(memory: LongTermMemory, clock: Clock) -> 
     assert record.uses == hit.record.uses + 1
 
 
-def test_recency_breaks_near_ties(sqlite_store: SQLiteMemoryStore, embedder: LocalE5Embedder, clock: Clock) -> None:
+def test_recency_breaks_near_ties(sqlite_store: SQLiteMemoryStore, embedder: Embedder, clock: Clock) -> None:
     memory = LongTermMemory(sqlite_store, embedder, clock=clock, half_life_days=1)
     memory.add("u1", "My favourite fruit is mango", importance=0.5)
     clock.advance(60 * DAY)
@@ -181,7 +180,7 @@ class _SmallE5:
     name = "test:e5-64"
     dim = 64
 
-    def __init__(self, inner: LocalE5Embedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
 
     def _cut(self, vectors: Vectors) -> Vectors:
@@ -196,7 +195,7 @@ class _SmallE5:
 
 
 def test_switching_embedders_re_embeds_old_memories(
-    sqlite_store: SQLiteMemoryStore, embedder: LocalE5Embedder, clock: Clock
+    sqlite_store: SQLiteMemoryStore, embedder: Embedder, clock: Clock
 ) -> None:
     LongTermMemory(sqlite_store, _SmallE5(embedder), clock=clock).add("u1", "I have a cat called Tom")
     assert sqlite_store.list_memories("u1")[0].vector.shape == (64,)
@@ -208,7 +207,7 @@ def test_switching_embedders_re_embeds_old_memories(
     assert record.embedder == embedder.name
 
 
-def test_bad_arguments_are_clear(memory: LongTermMemory, sqlite_store: SQLiteMemoryStore, embedder: LocalE5Embedder) -> None:
+def test_bad_arguments_are_clear(memory: LongTermMemory, sqlite_store: SQLiteMemoryStore, embedder: Embedder) -> None:
     with pytest.raises(ValueError, match="user_id"):
         memory.add("", "I like tea")
     with pytest.raises(ValueError, match="merge_threshold"):
@@ -218,23 +217,25 @@ def test_bad_arguments_are_clear(memory: LongTermMemory, sqlite_store: SQLiteMem
 
 
 @pytest.mark.parametrize(
-    ("query", "expected"),
+    ("query", "expected", "may_add"),
     [
-        ("北京天气怎么样", []),
-        ("现在几点", []),
-        ("你好", []),
-        ("帮我调研一下 K8s service 的几种类型", []),
-        ("can I eat peanut butter", ["I am allergic to peanuts"]),
-        ("when is my sister's birthday", ["my sister's birthday is May 3rd"]),
-        ("推荐一个喝的", ["我喜欢喝茶"]),
+        ("北京天气怎么样", [], set()),
+        ("现在几点", [], set()),
+        ("你好", [], set()),
+        # being a programmer bears on a K8s question (USE finds it so; E5 did not): never the tea or the allergy
+        ("帮我调研一下 K8s service 的几种类型", [], {"我是一名程序员"}),
+        ("can I eat peanut butter", ["I am allergic to peanuts"], set()),
+        ("when is my sister's birthday", ["my sister's birthday is May 3rd"], set()),
+        ("推荐一个喝的", ["我喜欢喝茶"], set()),
     ],
 )
-def test_relevance_keeps_unrelated_memories_out(memory: LongTermMemory, query: str, expected: list[str]) -> None:
+def test_relevance_keeps_unrelated_memories_out(memory: LongTermMemory, query: str, expected: list[str],
+                                                may_add: set[str]) -> None:
     memory.add_many("u1", [MemoryCandidate(text=t) for t in (
         "我喜欢喝茶", "I am allergic to peanuts", "my sister's birthday is May 3rd", "我是一名程序员",
     )])
-    hits = memory.recall("u1", query, k=3, min_relevance=SUGGESTED_MIN_RELEVANCE)
-    assert [h.text for h in hits][: len(expected) or None] == expected
+    hits = [h.text for h in memory.recall("u1", query, k=3, relevant_only=True)]  # the threshold a turn uses
+    assert hits[:len(expected)] == expected and set(hits[len(expected):]) <= may_add, hits
     everything = memory.recall("u1", query, k=10)
     assert len(everything) == 4  # without the filter every memory comes back, ranked
     baseline = memory.baseline(memory.embedder.embed_query(query))

@@ -14,12 +14,12 @@ from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.config import Settings
 from saber.events import Memory
 from saber.llm.base import ModelError
-from saber.rag.embedder import LocalE5Embedder
+from saber.rag.embedder import Embedder
 from saber.testing import ScriptedModel
 
 
 @pytest.fixture
-async def service(tmp_path: Path, embedder: LocalE5Embedder) -> AsyncIterator[MemoryService]:
+async def service(tmp_path: Path, embedder: Embedder) -> AsyncIterator[MemoryService]:
     svc = MemoryService(SQLiteMemoryStore(tmp_path / "saber.db"), embedder, history_window=6)
     yield svc
     svc.close()
@@ -47,7 +47,7 @@ async def test_remember_turn_rejects_injected_instructions(service: MemoryServic
     assert await service.memories("u1") == []
 
 
-async def test_remember_turn_adds_the_model_findings(tmp_path: Path, embedder: LocalE5Embedder) -> None:
+async def test_remember_turn_adds_the_model_findings(tmp_path: Path, embedder: Embedder) -> None:
     model = ScriptedModel([
         '{"memories": [{"text": "我喜欢喝茶", "importance": 0.9}, {"text": "Works night shifts", "importance": 0.6},'
         ' {"text": "API key sk-abcdefghijklmnopqrstuvwxyz", "importance": 1}]}'
@@ -68,7 +68,7 @@ async def test_remember_turn_adds_the_model_findings(tmp_path: Path, embedder: L
         svc.close()
 
 
-async def test_a_failing_model_costs_only_its_own_findings(tmp_path: Path, embedder: LocalE5Embedder) -> None:
+async def test_a_failing_model_costs_only_its_own_findings(tmp_path: Path, embedder: Embedder) -> None:
     model = ScriptedModel([ModelError("upstream 503", retryable=True)])
     svc = MemoryService(SQLiteMemoryStore(tmp_path / "m.db"), embedder, model=model)
     try:
@@ -78,7 +78,7 @@ async def test_a_failing_model_costs_only_its_own_findings(tmp_path: Path, embed
         svc.close()
 
 
-async def test_remember_turn_without_model_use(tmp_path: Path, embedder: LocalE5Embedder) -> None:
+async def test_remember_turn_without_model_use(tmp_path: Path, embedder: Embedder) -> None:
     model = ScriptedModel([])
     svc = MemoryService(SQLiteMemoryStore(tmp_path / "m.db"), embedder, model=model)
     try:
@@ -121,7 +121,7 @@ async def test_preference_rejections_carry_the_reason(service: MemoryService) ->
     assert await service.preferences("u1") == {}
 
 
-async def test_learn_preferences_uses_the_model(tmp_path: Path, embedder: LocalE5Embedder) -> None:
+async def test_learn_preferences_uses_the_model(tmp_path: Path, embedder: Embedder) -> None:
     model = ScriptedModel(['{"city": "Tokyo", "language": "ja"}'])
     svc = MemoryService(SQLiteMemoryStore(tmp_path / "m.db"), embedder, model=model)
     try:
@@ -165,7 +165,7 @@ async def test_history_keeps_a_bounded_window_in_order(service: MemoryService) -
     assert await service.history("u1") == []
 
 
-async def test_history_survives_a_restart(tmp_path: Path, embedder: LocalE5Embedder) -> None:
+async def test_history_survives_a_restart(tmp_path: Path, embedder: Embedder) -> None:
     first = MemoryService.open(home=tmp_path, embedder=embedder)
     await first.append_history("u1", "user", "你好")
     await first.update_preferences("u1", "我住在杭州")
@@ -227,7 +227,7 @@ async def test_bad_user_ids_are_refused(service: MemoryService, bad: str) -> Non
 
 
 async def test_history_before_a_query_holds_the_newest_messages_that_fit_its_budget(
-        tmp_path: Path, embedder: LocalE5Embedder) -> None:
+        tmp_path: Path, embedder: Embedder) -> None:
     service = MemoryService(SQLiteMemoryStore(tmp_path / "s.db"), embedder, history_window=20, history_max_chars=10_000)
     for i in range(4):
         await service.append_history("u1", "user", f"paste {i} " + "x" * 3_990)

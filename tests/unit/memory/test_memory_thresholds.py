@@ -1,5 +1,5 @@
 """Memory's merge and relevance thresholds follow the embedder: measured for the bundled E5 model,
-calibrated on first use for any other, overridden by settings."""
+calibrated on first use for any other (the default USE model too), overridden by settings."""
 
 from __future__ import annotations
 
@@ -10,21 +10,33 @@ from saber.agent.memory.longterm import LongTermMemory
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.agent.memory.thresholds import DIFFERENT_FACTS, SAME_FACT, calibrate
 from saber.config import Settings
-from saber.rag.embedder import HashingEmbedder, LocalE5Embedder
+from saber.rag.embedder import Embedder, HashingEmbedder, LocalE5Embedder
 
 
-def test_the_bundled_model_uses_its_measured_thresholds(sqlite_store: SQLiteMemoryStore,
-                                                        embedder: LocalE5Embedder) -> None:
-    memory = LongTermMemory(sqlite_store, embedder)
+def test_the_e5_model_uses_its_measured_thresholds(sqlite_store: SQLiteMemoryStore) -> None:
+    memory = LongTermMemory(sqlite_store, LocalE5Embedder())
     assert (memory.thresholds.merge, memory.thresholds.min_relevance, memory.thresholds.source) == (0.97, 0.03,
                                                                                                     "measured")
 
 
-def test_calibration_on_the_bundled_model_lands_near_the_measured_merge(sqlite_store: SQLiteMemoryStore,
-                                                                        embedder: LocalE5Embedder) -> None:
+def test_calibration_on_the_e5_model_lands_near_the_measured_merge(sqlite_store: SQLiteMemoryStore) -> None:
     """The calibration procedure, run on the model whose values were measured by hand, agrees."""
-    found = calibrate(embedder, LongTermMemory(sqlite_store, embedder).baseline)
+    e5 = LocalE5Embedder()
+    found = calibrate(e5, LongTermMemory(sqlite_store, e5).baseline)
     assert 0.95 <= found.merge <= 0.99 and found.source == "calibrated"
+
+
+def test_the_default_model_is_calibrated_and_separates_its_probes(sqlite_store: SQLiteMemoryStore,
+                                                                   embedder: Embedder) -> None:
+    memory = LongTermMemory(sqlite_store, embedder)
+    found = memory.thresholds
+    assert found.source == "calibrated"
+    vectors = embedder.embed_documents([t for pair in (*SAME_FACT, *DIFFERENT_FACTS) for t in pair])
+    cosines = [float(vectors[2 * i] @ vectors[2 * i + 1]) for i in range(len(SAME_FACT) + len(DIFFERENT_FACTS))]
+    assert min(cosines[:len(SAME_FACT)]) > found.merge > max(cosines[len(SAME_FACT):])  # it tells them apart
+    memory.add("u1", "I like tea")
+    assert memory.add("u1", "I love tea").action == "merged"
+    assert memory.add("u1", "I like coffee").action == "stored"
 
 
 def test_another_embedder_is_calibrated_and_separates_its_probes(sqlite_store: SQLiteMemoryStore) -> None:

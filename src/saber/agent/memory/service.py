@@ -125,7 +125,7 @@ class MemoryService:
         pool_size: int | None = None,
     ) -> MemoryService:
         """PostgreSQL when ``database_url`` is given, else SQLite at ``home/saber.db``."""
-        from saber.rag.embedder import LocalE5Embedder
+        from saber.rag.embedder import LocalUSEEmbedder
 
         store: MemoryStore
         if database_url:
@@ -138,7 +138,7 @@ class MemoryService:
 
             store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db",
                                       pool_size=pool_size)
-        return cls(store, embedder or LocalE5Embedder(), model=model, history_window=history_window,
+        return cls(store, embedder or LocalUSEEmbedder(), model=model, history_window=history_window,
                    history_max_chars=history_max_chars, merge_threshold=merge_threshold, min_relevance=min_relevance, half_life_days=half_life_days)
 
     @classmethod

@@ -25,6 +25,10 @@ class KnowledgeStore(Protocol):
         """Record the embedder on first use; raise EmbeddingError if the indexed chunks came from another."""
         ...
 
+    def recorded_embedder(self) -> str | None:
+        """The name of the embedder the stored vectors came from (None before any was recorded)."""
+        ...
+
     def revision(self) -> int:
         """A number that grows on every write of documents, chunks or vectors (from any process):
         caches of search results key on it."""

@@ -122,6 +122,10 @@ class SqlStore(ABC):
             if not self._has_chunk_table(cur):
                 self._create_chunk_table(cur, dim)
 
+    def recorded_embedder(self) -> str | None:
+        with self._cursor() as cur:
+            return self._meta(cur, "embedder")
+
     def revision(self) -> int:
         """Writes of documents and chunks plus vector fills: it grows with either."""
         with self._cursor() as cur:
