@@ -334,10 +334,9 @@ class RagEngine:
 
     # -- owners: on a server with API keys, a user sees shared documents and their own ------------
 
-    def add_owner(self, document_id: str, user_id: str, *, only_if_owned: bool = False) -> None:
-        """Record ``user_id`` as an owner; with ``only_if_owned``, only of a document that has owners
-        already (a user who uploads or writes the text of a shared document does not make it theirs)."""
-        self.store.add_owner(document_id, user_id, only_if_owned=only_if_owned)
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        """Record ``user_id`` as an owner (``ingest_text(owner=...)`` records a new document's itself)."""
+        self.store.add_owner(document_id, user_id)
 
     def owned_by(self, user_id: str) -> set[str]:
         return self.store.owned_by(user_id)

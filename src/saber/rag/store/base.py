@@ -82,9 +82,9 @@ class KnowledgeStore(Protocol):
         """Remove the document, its versions, sections, chunks and owners; False if there was none."""
         ...
 
-    def add_owner(self, document_id: str, user_id: str, *, only_if_owned: bool = False) -> None:
-        """Record that the document is ``user_id``'s (uploaded by them, or written by the agent for
-        them); with ``only_if_owned``, only when it has an owner already (a shared one stays shared)."""
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        """Record that the document is ``user_id``'s too (``save_document`` records a new
+        document's owner itself)."""
         ...
 
     def owners(self, document_id: str) -> set[str]:

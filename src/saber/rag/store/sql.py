@@ -292,15 +292,10 @@ class SqlStore(ABC):
 
     # -- owners ----------------------------------------------------------------------------------
 
-    def add_owner(self, document_id: str, user_id: str, *, only_if_owned: bool = False) -> None:
+    def add_owner(self, document_id: str, user_id: str) -> None:
         with self._cursor(write=True) as cur:
-            if only_if_owned:
-                self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) SELECT ?, ? WHERE EXISTS "
-                                "(SELECT 1 FROM rag_owners WHERE document_id = ?) ON CONFLICT DO NOTHING",
-                           (document_id, user_id, document_id))
-            else:
-                self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                           (document_id, user_id))
+            self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (document_id, user_id))
 
     def owners(self, document_id: str) -> set[str]:
         with self._cursor() as cur:
