@@ -79,6 +79,21 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
 
 
+def dedupe_key(text_hash: str, owner: str | None) -> str:
+    """What the store tells documents apart by (its unique ``content_hash`` column): a shared
+    document's content hash; for a document a user owns, ``<content hash>:<sha256 of the owner>``,
+    so the same text in two users' hands is two documents and neither learns of the other's.
+    The content hash leads: ``hash_in_key`` gives it back, whichever the key."""
+    if owner is None:
+        return text_hash
+    return f"{text_hash}:{hashlib.sha256(owner.encode('utf-8')).hexdigest()}"
+
+
+def hash_in_key(key: str) -> str:
+    """The content hash in a ``dedupe_key`` (the sha256 of the text, what a document shows)."""
+    return key.partition(":")[0]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Document:
     """A document in the knowledge base: id, title, where it came from, its type, version and chunk count."""
@@ -90,6 +105,7 @@ class Document:
     doc_type: str
     """txt | md | html | pdf | docx | report | note ..."""
     content_hash: str
+    """sha256 of the normalised text (``content_hash``), whoever owns the document."""
     version: int
     created_at: datetime
     updated_at: datetime
@@ -140,6 +156,9 @@ class NewDocument:
     doc_type: str
     content: str
     summary: str = ""
+    owner: str | None = None
+    """The user it is written for (an upload, a document the agent writes in a user's request):
+    recorded as its owner, and part of its ``dedupe_key``. None: a shared document (``saber ingest``)."""
 
     @property
     def key(self) -> str:
@@ -149,6 +168,11 @@ class NewDocument:
     @property
     def content_hash(self) -> str:
         return content_hash(self.content)
+
+    @property
+    def dedupe_key(self) -> str:
+        """What makes it the same document as a stored one: its text, and its owner if it has one."""
+        return dedupe_key(self.content_hash, self.owner)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

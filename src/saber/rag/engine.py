@@ -136,8 +136,14 @@ class RagEngine:
         index: bool = True,
         wait: bool = True,
         on_progress: Progress | None = None,
+        owner: str | None = None,
     ) -> IngestResult:
         """Store a document (and index it unless ``index`` is False). Same content again: a no-op.
+
+        ``owner``: the user it is for (an upload, a document written in a user's request), recorded
+        as its owner with it; None makes a shared document. The same text as a shared document or
+        one of the owner's own is that document (``unchanged``); as another user's, a document of
+        the owner's own, which reveals and shares nothing of the other (see ``_stored_copy``).
 
         Its chunks are keyword-searchable when the write commits; with ``wait`` their vectors are
         made before returning (an embedding failure raises, the chunks stay pending), without it
@@ -149,8 +155,8 @@ class RagEngine:
         if not text:
             raise EmptyDocument(f"{title}: the document has no text")
         doc = NewDocument(title=title.strip(), source=source.strip(), doc_type=doc_type, content=stored_text(content),
-                          summary=summary)
-        existing = self.store.find_by_hash(doc.content_hash)
+                          summary=summary, owner=owner)
+        existing = self._stored_copy(doc)
         if existing is not None:
             if index and not existing.indexed:
                 return self.index_document(existing.id, wait=wait, on_progress=on_progress)
@@ -160,6 +166,20 @@ class RagEngine:
             return self.store.save_document(doc, [], [])
         sections, chunks = self.chunk_text(doc.title, text)
         return self._vectors_for(self.store.save_document(doc, sections, chunks), wait, on_progress)
+
+    def _stored_copy(self, doc: NewDocument) -> Document | None:
+        """The stored document ``doc`` repeats, if any. Under its plain content hash: a shared
+        document, or one the owner uploaded before owners were part of the key; a document there
+        that only other users own is not the owner's to see, so it is passed over for the owner's
+        own copy (``doc.dedupe_key``), which a new document becomes when there is none."""
+        same = self.store.find_by_hash(doc.content_hash)
+        if doc.owner is None:
+            return same
+        if same is not None:
+            owners = self.store.owners(same.id)
+            if not owners or doc.owner in owners:
+                return same
+        return self.store.find_by_hash(doc.dedupe_key)
 
     def index_document(self, document_id: str, *, wait: bool = True, on_progress: Progress | None = None) -> IngestResult:
         """Index a stored document (one written with ``index=False``); a no-op when it is indexed."""
@@ -193,8 +213,11 @@ class RagEngine:
             if not self.store.pending_count(doc.id):
                 break
             idle.wait(CLAIMED_RETRY)  # another filler holds some of its chunks: they finish or are released
-        refreshed = self.store.find_by_hash(doc.content_hash)
-        return result if refreshed is None else dataclasses.replace(result, document=refreshed)
+        try:
+            refreshed = dataclasses.replace(self.store.get_document(doc.id), content=None)
+        except DocumentNotFound:  # deleted meanwhile
+            return result
+        return dataclasses.replace(result, document=refreshed)
 
     def chunk_text(self, title: str, text: str) -> tuple[list[str], list[ChunkRecord]]:
         """The parent sections and child chunks (with their search tokens) a document is stored as."""
@@ -311,10 +334,9 @@ class RagEngine:
 
     # -- owners: on a server with API keys, a user sees shared documents and their own ------------
 
-    def add_owner(self, document_id: str, user_id: str, *, only_if_owned: bool = False) -> None:
-        """Record ``user_id`` as an owner; with ``only_if_owned``, only of a document that has owners
-        already (a user who uploads or writes the text of a shared document does not make it theirs)."""
-        self.store.add_owner(document_id, user_id, only_if_owned=only_if_owned)
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        """Record ``user_id`` as an owner (``ingest_text(owner=...)`` records a new document's itself)."""
+        self.store.add_owner(document_id, user_id)
 
     def owned_by(self, user_id: str) -> set[str]:
         return self.store.owned_by(user_id)

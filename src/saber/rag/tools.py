@@ -42,12 +42,11 @@ def _written_by_this_call(engine: RagEngine, args: dict[str, Any]) -> tuple[str,
                     "chunks": done.chunk_count, **_progress(done), "idempotency_key": key}
 
 
-def _owned_by_requester(engine: RagEngine, document_id: str, status: str) -> None:
-    """A document the agent wrote for a user is theirs (on a server with API keys, theirs alone);
-    the same text as a shared document leaves that one shared."""
+def _requester() -> str | None:
+    """Whom the agent writes for: a document written in a user's request is theirs (on a server
+    with API keys, theirs alone); outside a request it is shared."""
     scope = current_scope()
-    if scope is not None:
-        engine.add_owner(document_id, scope.user_id, only_if_owned=status == "unchanged")
+    return None if scope is None else scope.user_id
 
 
 def _progress(doc: Document) -> dict[str, Any]:
@@ -77,14 +76,13 @@ def knowledge_tools(engine: RagEngine) -> list[Tool]:
             result = engine.ingest_text(
                 args["title"], args["content_md"], source=source,
                 doc_type=args.get("doc_type") or "report", summary=args.get("summary") or "",
-                index=bool(args.get("ingest_to_rag", True)), wait=False,
+                index=bool(args.get("ingest_to_rag", True)), wait=False, owner=_requester(),
             )
         except EmbeddingError as exc:
             raise ToolError(f"write_document: {exc}", retryable=exc.retryable) from None
         except RagError as exc:
             raise ToolError(f"write_document: {exc}") from None
         d = result.document
-        _owned_by_requester(engine, d.id, result.status)
         return {"document_id": d.id, "status": result.status, "version": d.version, "indexed": d.indexed,
                 "chunks": d.chunk_count, **_progress(d)}
 

@@ -159,3 +159,63 @@ def test_nul_characters_in_a_document_are_dropped_not_fatal(store_factory: Store
     assert (stored.title, stored.source, stored.summary) == ("Nul title", "a.md", "summary")
     assert "\x00" not in (stored.content or "") and "body text here" in (stored.content or "")
     assert [h.title for h in engine.search("body text", 1)] == ["Nul title"]
+
+
+def test_the_same_text_owned_by_two_users_is_two_documents(store_factory: StoreFactory) -> None:
+    from saber.rag.documents import content_hash
+
+    engine = RagEngine(store_factory(), HashingEmbedder(dim=8))
+    text = "# Rota\n\nThe zebras are fed at seven."
+    alice = engine.ingest_text("Rota", text, source="upload:alice/rota.md", owner="alice")
+    bob = engine.ingest_text("Rota", text, source="upload:bob/zebras.md", owner="bob")
+    assert (alice.status, bob.status) == ("created", "created") and alice.document.id != bob.document.id
+    assert bob.document.source == "upload:bob/zebras.md" and engine.owned_by("bob") == {bob.document.id}
+    assert engine.hidden_from("bob") == {alice.document.id} and engine.hidden_from("alice") == {bob.document.id}
+    assert {d.content_hash for d in engine.list_documents(hidden=())} == {content_hash(text)}  # what the text hashes to
+    for owner, own in (("alice", alice), ("bob", bob)):
+        again = engine.ingest_text("Rota copy", text, source=f"upload:{owner}/copy.md", owner=owner)
+        assert (again.status, again.document.id) == ("unchanged", own.document.id)
+    newer = engine.ingest_text("Rota", "# Rota\n\nThe okapi is fed at noon.", source="upload:alice/rota.md",
+                               owner="alice")
+    assert (newer.status, newer.document.id) == ("new_version", alice.document.id)
+    assert engine.get_document(bob.document.id).content == text and engine.owned_by("bob") == {bob.document.id}
+    assert {h.document_id for h in engine.search("okapi noon", 5, hidden=engine.hidden_from("bob"))} == {bob.document.id}
+
+
+def test_the_text_of_a_shared_or_earlier_stored_document_is_that_document(store_factory: StoreFactory) -> None:
+    engine = RagEngine(store_factory(), HashingEmbedder(dim=8))
+    shared = engine.ingest_text("Handbook", "Every animal is fed twice a day.", source="handbook.md").document.id
+    same = engine.ingest_text("Copy", "Every animal is fed twice a day.", source="upload:alice/copy.md", owner="alice")
+    assert (same.status, same.document.id) == ("unchanged", shared) and engine.owned_by("alice") == set()
+    old = engine.ingest_text("Old", "Stored before owners keyed the hash.", source="upload:alice/old.md").document.id
+    engine.add_owner(old, "alice")  # what an upload was before: the plain content hash, the owner beside it
+    again = engine.ingest_text("Old", "Stored before owners keyed the hash.", source="upload:alice/old.md", owner="alice")
+    assert (again.status, again.document.id) == ("unchanged", old)
+    bobs = engine.ingest_text("Old", "Stored before owners keyed the hash.", source="upload:bob/old.md", owner="bob")
+    assert bobs.status == "created" and engine.owned_by("bob") == {bobs.document.id} != {old}
+    unindexed = engine.ingest_text("Draft", "A draft nobody indexed.", source="draft.md", index=False).document.id
+    indexed = engine.ingest_text("Draft", "A draft nobody indexed.", source="upload:bob/draft.md", owner="bob")
+    assert (indexed.status, indexed.document.id) == ("indexed", unindexed) and engine.hidden_from("carol") == {old, bobs.document.id}
+
+
+def test_concurrent_identical_writes_of_one_owner_store_once(store_factory: StoreFactory) -> None:
+    import threading
+
+    engines = [RagEngine(store_factory(), HashingEmbedder(64)) for _ in range(3)]
+    engines[0].ingest_text("warm", "warm up the schema")
+    barrier = threading.Barrier(3)
+    results: list[tuple[str, str]] = []
+
+    def write(e: RagEngine) -> None:
+        barrier.wait()
+        r = e.ingest_text("Same", "identical content written by three writers", source="upload:alice/same.md",
+                          owner="alice")
+        results.append((r.status, r.document.id))
+
+    threads = [threading.Thread(target=write, args=(e,)) for e in engines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(s for s, _ in results).count("created") == 1 and len({d for _, d in results}) == 1
+    assert engines[0].owned_by("alice") == {results[0][1]}

@@ -118,3 +118,61 @@ def test_uploading_the_text_of_a_shared_document_leaves_it_shared(serve: Callabl
     document = r.json()["files"][0]["document"]
     assert (document["id"], document["shared"], document["deletable"]) == (shared, True, False)
     assert shared in found(rag(live, BOB, "how often are the animals in the north fed?"))
+
+
+def post(live: LiveServer, headers: dict[str, str], name: str, text: str) -> dict[str, Any]:
+    """Upload one file; its result (``status`` and ``document``)."""
+    r = httpx.post(live.url + "/api/documents", headers=headers, files={"files": (name, text.encode(), "text/markdown")},
+                   timeout=60)
+    assert r.status_code == 200, r.text
+    result: dict[str, Any] = r.json()["files"][0]
+    return result
+
+
+def listed(live: LiveServer, headers: dict[str, str]) -> dict[str, str]:
+    """The caller's list: id → file name shown."""
+    return {d["id"]: d["source"] for d in httpx.get(live.url + "/api/documents", headers=headers).json()}
+
+
+def test_the_same_bytes_from_two_users_are_two_documents_and_stay_two(serve: Callable[..., LiveServer]) -> None:
+    live = serve(keys=True, model=False)
+    text = "# Paddock rota\n\nThe zebras in the north paddock are fed at 7 am by the keepers.\n"
+    mine = post(live, ALICE, "alice.md", text)
+    theirs = post(live, BOB, "bob.md", text)  # the very bytes Alice uploaded privately
+    assert (mine["status"], theirs["status"]) == ("added", "added")
+    alice, bob = mine["document"]["id"], theirs["document"]["id"]
+    assert bob != alice and (theirs["document"]["source"], theirs["document"]["shared"]) == ("bob.md", False)
+    assert listed(live, BOB) == {bob: "bob.md"} and listed(live, ALICE) == {alice: "alice.md"}
+    assert httpx.get(f"{live.url}/api/documents/{alice}", headers=BOB).status_code == 404
+    engine = live.agent.services.knowledge
+    assert engine is not None and engine.owned_by("alice") == {alice} and engine.owned_by("bob") == {bob}
+
+    for headers, name, own in ((ALICE, "alice.md", alice), (BOB, "bob.md", bob), (BOB, "copy.md", bob)):
+        again = post(live, headers, name, text)  # a user's own text again: their own document, unchanged
+        assert (again["status"], again["document"]["id"]) == ("unchanged", own)
+
+    update = "# Paddock rota\n\nFrom Monday the zebras are fed at 8 am, and the okapi at noon.\n"
+    updated = post(live, ALICE, "alice.md", update)
+    assert (updated["status"], updated["document"]["id"]) == ("updated", alice)
+    assert listed(live, BOB) == {bob: "bob.md"}
+    assert httpx.get(f"{live.url}/api/documents/{bob}", headers=BOB).json()["text"] == text.strip("\n")
+    for_bob = rag(live, BOB, "when is the okapi fed?")
+    assert alice not in found(for_bob) and "okapi at noon" not in for_bob["answer"]
+    assert alice in found(rag(live, ALICE, "when is the okapi fed?"))
+
+
+def test_a_document_stored_before_owners_keyed_the_hash_is_still_its_owners_alone(
+        serve: Callable[..., LiveServer]) -> None:
+    from saber.server.routes.documents import upload_source
+
+    live = serve(keys=True, model=False)
+    engine = live.agent.services.knowledge
+    assert engine is not None
+    text = "# Old rota\n\nThe otters by the north pond were fed at 9 am.\n"
+    old = engine.ingest_text("Old rota", text, source=upload_source("alice", "old.md")).document.id  # as stored then:
+    engine.add_owner(old, "alice")  # the plain content hash, the owner beside it
+    again = post(live, ALICE, "old.md", text)
+    assert (again["status"], again["document"]["id"]) == ("unchanged", old)
+    theirs = post(live, BOB, "otters.md", text)
+    assert theirs["status"] == "added" and theirs["document"]["id"] != old
+    assert listed(live, BOB) == {theirs["document"]["id"]: "otters.md"} and listed(live, ALICE) == {old: "old.md"}

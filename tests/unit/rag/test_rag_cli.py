@@ -189,3 +189,20 @@ def test_a_failing_embedder_ends_ingest_and_index_with_one_error_and_docs_say_wh
         assert doc["search"] == "hybrid" and doc["vectors"] is None
     finally:
         set_engine_factory(None)
+
+
+def test_a_users_document_shows_the_sha256_of_its_text(app: typer.Typer, tmp_path: Path) -> None:
+    import json
+
+    from saber.rag.documents import content_hash
+
+    engine = RagEngine(SQLiteStore(tmp_path / "saber.db"), HashingEmbedder(256))
+    text = "# Rota\n\nThe zebras are fed at seven."
+    for owner in ("alice", "bob"):
+        engine.ingest_text("Rota", text, source=f"upload:{owner}/rota.md", owner=owner)
+    engine.close()
+    runner = CliRunner()
+    listed = _listed(runner, app)
+    assert len(listed) == 2 and {d["content_hash"] for d in listed} == {content_hash(text)}
+    shown = json.loads(runner.invoke(app, ["docs", "show", "--json", str(listed[0]["id"])]).output)
+    assert shown["content_hash"] == content_hash(text)

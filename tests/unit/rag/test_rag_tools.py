@@ -214,3 +214,25 @@ async def test_writing_the_text_of_a_shared_document_leaves_it_shared_and_titles
         assert alices["status"] == "created" and alices["document_id"] != bobs  # not a new version of Bob's
         assert {d["id"] for d in await tools["list_documents"].run({})} == {shared, alices["document_id"]}
     assert engine.get_document(bobs).content == "Bob likes oolong."
+
+
+async def test_two_users_writing_the_same_text_get_documents_of_their_own(engine: RagEngine) -> None:
+    from saber.rag.scope import knowledge_scope
+
+    tools = _tools(engine)
+    text = "Alice takes green tea at four in the library."
+    with knowledge_scope("alice", isolated=True):
+        alices = await tools["write_document"].run({"title": "Tea notes", "content_md": text})
+    with knowledge_scope("bob", isolated=True):
+        bobs = await tools["write_document"].run({"title": "Tea notes", "content_md": text})
+        again = await tools["write_document"].run({"title": "Copied notes", "content_md": text})
+    assert (alices["status"], bobs["status"]) == ("created", "created") and bobs["document_id"] != alices["document_id"]
+    assert (again["status"], again["document_id"]) == ("unchanged", bobs["document_id"])
+    assert engine.owned_by("alice") == {alices["document_id"]} and engine.owned_by("bob") == {bobs["document_id"]}
+    with knowledge_scope("alice", isolated=True):
+        revised = await tools["write_document"].run({"title": "Tea notes", "content_md": "Alice now takes oolong."})
+    assert (revised["status"], revised["document_id"]) == ("new_version", alices["document_id"])
+    with knowledge_scope("bob", isolated=True):
+        assert {d["id"] for d in await tools["list_documents"].run({})} == {bobs["document_id"]}
+        assert (await tools["read_document"].run({"document_id": bobs["document_id"]}))["content"] == text
+        assert "now takes oolong" not in await tools["rag_search"].run({"query": "oolong tea"})

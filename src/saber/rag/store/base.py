@@ -36,15 +36,20 @@ class KnowledgeStore(Protocol):
 
     def chunk_count(self) -> int: ...
 
-    def find_by_hash(self, content_hash: str) -> Document | None: ...
+    def find_by_hash(self, key: str) -> Document | None:
+        """The document stored under ``key``: a content hash (a shared document, or one a user
+        owned before owners were part of the key) or a ``dedupe_key`` with its owner."""
+        ...
 
     def save_document(
         self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
     ) -> IngestResult:
-        """All or nothing, in one transaction. Same content hash as a stored document: nothing is
-        written (``unchanged``); same key (source, else title): a new version replaces the old
-        chunks; else a new document. No ``chunks`` stores the document without indexing it; chunks
-        without ``vectors`` are keyword-searchable at once and wait for ``fill_pending``."""
+        """All or nothing, in one transaction. Same ``dedupe_key`` as a stored document (the same
+        text, and the same owner): nothing is written (``unchanged``); same key (source, else
+        title): a new version replaces the old chunks; else a new document. ``doc.owner`` is
+        recorded as an owner of what is written, in the same transaction. No ``chunks`` stores the
+        document without indexing it; chunks without ``vectors`` are keyword-searchable at once and
+        wait for ``fill_pending``."""
         ...
 
     def index_document(
@@ -81,9 +86,13 @@ class KnowledgeStore(Protocol):
         """Remove the document, its versions, sections, chunks and owners; False if there was none."""
         ...
 
-    def add_owner(self, document_id: str, user_id: str, *, only_if_owned: bool = False) -> None:
-        """Record that the document is ``user_id``'s (uploaded by them, or written by the agent for
-        them); with ``only_if_owned``, only when it has an owner already (a shared one stays shared)."""
+    def add_owner(self, document_id: str, user_id: str) -> None:
+        """Record that the document is ``user_id``'s too (``save_document`` records a new
+        document's owner itself)."""
+        ...
+
+    def owners(self, document_id: str) -> set[str]:
+        """The users who own the document; none: it is shared."""
         ...
 
     def owned_by(self, user_id: str) -> set[str]: ...

@@ -30,6 +30,7 @@ from saber.rag.documents import (
     NewDocument,
     RagError,
     StoredChunk,
+    hash_in_key,
 )
 from saber.rag.embedder import Vectors
 from saber.rag.store.base import Embed
@@ -138,9 +139,9 @@ class SqlStore(ABC):
                 return 0
             return int(self._exec(cur, "SELECT COUNT(*) FROM rag_chunks").fetchone()[0])
 
-    def find_by_hash(self, content_hash: str) -> Document | None:
+    def find_by_hash(self, key: str) -> Document | None:
         with self._cursor() as cur:
-            return self._doc_where(cur, "d.content_hash = ?", content_hash)
+            return self._doc_where(cur, "d.content_hash = ?", key)
 
     def save_document(
         self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
@@ -151,7 +152,7 @@ class SqlStore(ABC):
         except Exception as exc:
             if not (isinstance(exc, _Duplicate) or self._db.is_unique_violation(exc)):
                 raise
-        existing = self.find_by_hash(doc.content_hash)  # a concurrent writer stored it first
+        existing = self.find_by_hash(doc.dedupe_key)  # a concurrent writer stored it first
         if existing is None:
             raise RuntimeError(f"could not store {doc.title!r}: a concurrent write to the same document; try again")
         return IngestResult(document=existing, status="unchanged", chunks=existing.chunk_count)
@@ -159,7 +160,7 @@ class SqlStore(ABC):
     def _save(
         self, cur: Any, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
     ) -> IngestResult:
-        h = doc.content_hash
+        h = doc.dedupe_key
         same = self._doc_where(cur, "d.content_hash = ?", h)
         if same is not None:
             return IngestResult(document=same, status="unchanged", chunks=same.chunk_count)
@@ -193,6 +194,9 @@ class SqlStore(ABC):
             reuse = self._previous_vectors(cur, doc_id)
             self._clear_chunks(cur, doc_id, rev)
             status = "new_version"
+        if doc.owner is not None:  # in the same transaction: never visible to others in between
+            self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (doc_id, doc.owner))
         if chunks:
             self._write_chunks(cur, doc_id, sections, chunks, vectors, rev, reuse=reuse)
         stored = self._doc_where(cur, "d.id = ?", doc_id)
@@ -292,15 +296,15 @@ class SqlStore(ABC):
 
     # -- owners ----------------------------------------------------------------------------------
 
-    def add_owner(self, document_id: str, user_id: str, *, only_if_owned: bool = False) -> None:
+    def add_owner(self, document_id: str, user_id: str) -> None:
         with self._cursor(write=True) as cur:
-            if only_if_owned:
-                self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) SELECT ?, ? WHERE EXISTS "
-                                "(SELECT 1 FROM rag_owners WHERE document_id = ?) ON CONFLICT DO NOTHING",
-                           (document_id, user_id, document_id))
-            else:
-                self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                           (document_id, user_id))
+            self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       (document_id, user_id))
+
+    def owners(self, document_id: str) -> set[str]:
+        with self._cursor() as cur:
+            rows = self._exec(cur, "SELECT user_id FROM rag_owners WHERE document_id = ?", (document_id,)).fetchall()
+        return {str(r[0]) for r in rows}
 
     def owned_by(self, user_id: str) -> set[str]:
         with self._cursor() as cur:
@@ -438,7 +442,7 @@ def _when(value: Any) -> datetime:
 
 def _document(row: Sequence[Any]) -> Document:
     return Document(
-        id=row[0], title=row[1], source=row[2], doc_type=row[3], content_hash=row[4], version=int(row[5]),
+        id=row[0], title=row[1], source=row[2], doc_type=row[3], content_hash=hash_in_key(row[4]), version=int(row[5]),
         created_at=_when(row[6]), updated_at=_when(row[7]), summary=row[8] or "", indexed=bool(row[9]),
         chunk_count=int(row[10]), embedded_count=int(row[11]), content=row[12] if len(row) > 12 else None,
     )

@@ -21,7 +21,6 @@ import asyncio
 import re
 import shutil
 import uuid
-from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -166,15 +165,17 @@ async def _save(upload: UploadFile, target: Path, name: str, limit: int) -> None
 
 
 def _ingest(engine: RagEngine, path: Path, name: str, user: str) -> IngestResult:
-    """Store the saved file (blocking): titled by its content or else by ``name`` without its extension,
-    its source the upload's (never ``path``); errors name the file as the user named it."""
+    """Store the saved file (blocking) as ``user``'s: titled by its content or else by ``name``
+    without its extension, its source the upload's (never ``path``); errors name the file as the
+    user named it. The text of a shared document is that document, left shared; the text of
+    another user's is a document of the user's own (nothing of the other's is shown or shared)."""
     from saber.rag.loaders import load_file
 
     try:
         loaded = load_file(path, max_bytes=engine.max_bytes)
         title = loaded.title if loaded.title != path.stem else Path(name).stem
         return engine.ingest_text(title, loaded.text, source=upload_source(user, name), doc_type=loaded.doc_type,
-                                  wait=False)
+                                  wait=False, owner=user)
     except FileTooLarge as exc:
         raise _FileFailed(413, "too_large", _named(str(exc), path.name, name)) from None
     except EmbeddingError as exc:  # e.g. the embedder's vector size could not be asked: nothing was stored
@@ -201,8 +202,6 @@ async def _upload_one(upload_file: UploadFile, engine: RagEngine, settings: Sett
             await asyncio.to_thread(shutil.rmtree, folder, True)
     except _FileFailed as failed:
         return UploadResult(file=name, status="failed", error=failed.message), failed
-    claim = partial(engine.add_owner, result.document.id, user, only_if_owned=result.status == "unchanged")
-    await asyncio.to_thread(claim)  # the text of a shared document leaves that one shared
     view = await _view(engine, user, settings)
     document = view.out(result.document, await _fill_status(engine, [result.document]))
     return UploadResult(file=name, status=_STATUS.get(result.status, "added"), document=document), None
