@@ -19,6 +19,7 @@ from saber.clikit.output import CLIError, UsageError
 
 if TYPE_CHECKING:  # the server's libraries load only when serving: the other commands stay quick
     import socket
+    from collections.abc import Callable
 
     from fastapi import FastAPI
 
@@ -62,9 +63,9 @@ def listen_socket(host: str, port: int) -> socket.socket:
 
 
 def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "info",
-        sock: socket.socket | None = None) -> None:
+        sock: socket.socket | None = None, on_ready: Callable[[], None] | None = None) -> None:
     """Serve ``app`` until SIGTERM/SIGINT, then shut down as the module docstring says (on ``sock``
-    when given, already bound)."""
+    when given, already bound); ``on_ready`` is called once the app has started (not when it could not)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -72,6 +73,11 @@ def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "i
         (uvicorn itself would run the app's shutdown only after every connection closed)."""
 
         winding_down: asyncio.Task[None] | None = None
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_ready is not None:
+                on_ready()
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
@@ -172,7 +178,8 @@ def serve_command(
     except OSError as exc:
         raise CLIError(str(exc)) from None
     port = sock.getsockname()[1]
-    typer.echo(f"saber: serving on http://{host}:{port} ({'API keys' if keys.enabled else 'local, no keys'})", err=True)
     app = create_app(settings=settings)
     app.state.with_worker = with_worker
-    run(app, host=host, port=port, grace=settings.server_shutdown_grace, sock=sock)
+    mode = "API keys" if keys.enabled else "local, no keys"
+    run(app, host=host, port=port, grace=settings.server_shutdown_grace, sock=sock,
+        on_ready=lambda: typer.echo(f"saber: serving on http://{host}:{port} ({mode})", err=True))

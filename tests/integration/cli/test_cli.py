@@ -164,6 +164,15 @@ def test_serve_on_a_taken_port_is_one_line_and_never_claims_to_serve(tmp_path: P
 
 
 @pytest.mark.slow
+def test_serve_that_cannot_start_never_claims_to_serve(tmp_path: Path) -> None:
+    """The address is bound before the app starts: "serving on" waits for the app to be up."""
+    done = saber("serve", "--port", "0", home=tmp_path, SABER_DATABASE_URL="postgresql://u@127.0.0.1:9/none")
+    assert done.returncode == 2, done.stderr
+    assert one_line_error(done).startswith("saber: error: cannot start:")
+    assert "serving on" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
 def test_ctrl_c_does_not_wait_for_background_model_calls(tmp_path: Path) -> None:
     import signal
     import socket
