@@ -36,8 +36,31 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
+SHOWN_CHARS = 200
+"""How much of what a client sent an error message repeats (a 5,000-character id is not echoed whole)."""
+
+
+def shown(value: str) -> str:
+    """``value`` quoted for a message, its start only when it is long."""
+    if len(value) <= SHOWN_CHARS:
+        return repr(value)
+    return f"{value[:SHOWN_CHARS]!r}… ({len(value):,} characters)"
+
+
 def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} not found")
+
+
+_UNPARSED = "There was an error parsing the body"
+"""FastAPI's 400 for a JSON body it could not decode for another reason than its syntax."""
+
+
+def _unparsed(cause: BaseException | None) -> str:
+    if isinstance(cause, UnicodeDecodeError):
+        return f"body: not UTF-8 text (byte {cause.object[cause.start]:#04x} at position {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "body: malformed JSON (nested too deeply)"
+    return f"body: malformed JSON ({type(cause).__name__ if cause else 'cannot be parsed'})"
 
 
 def request_id_of(scope_or_request: Any) -> str:
@@ -83,6 +106,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == _UNPARSED:  # named, and answered as malformed JSON is
+            return error_response(422, "invalid_request", _unparsed(exc.__cause__), request_id_of(request))
         code = _STATUS_CODES.get(exc.status_code, "error")
         headers = dict(exc.headers or {})
         return error_response(exc.status_code, code, str(exc.detail), request_id_of(request), headers)

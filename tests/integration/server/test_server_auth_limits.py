@@ -94,6 +94,14 @@ def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., Live
     assert_error(httpx.post(url, json={"message": "hi", "user_id": "a\u0000b"}), 422, "invalid_request", "user_id",
                  "NUL character")
     assert_error(httpx.post(url, json=["message"]), 422, "invalid_request")
+    assert_error(httpx.post(url, content=b'{"message": "caf\xe9"}', headers={"content-type": "application/json"}), 422,
+                 "invalid_request", "not UTF-8 text (byte 0xe9 at position 16)")
+    assert_error(httpx.post(url, content=b"[" * 100_000, headers={"content-type": "application/json"}), 422,
+                 "invalid_request", "nested too deeply")
+    long_id = "t" * 5000
+    gone = httpx.get(f"{live.url}/api/tasks/{long_id}")
+    assert_error(gone, 404, "not_found", "(5,000 characters) not found")
+    assert len(gone.json()["error"]["message"]) < 400
     assert_error(httpx.get(live.url + "/api/tasks/x/events", headers={"Last-Event-ID": "abc"}), 422, "invalid_request",
                  "Last-Event-ID")
     assert_error(httpx.get(live.url + "/nope"), 404, "not_found")

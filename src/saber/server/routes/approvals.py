@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from saber.server.deps import AgentDep, UserDep
-from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
+from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
 
 router = APIRouter(prefix="/api", tags=["approvals"], responses=ERROR_RESPONSES)
 
@@ -42,7 +42,7 @@ async def pending(agent: AgentDep, user: UserDep) -> list[ApprovalOut]:
 async def answer(task_id: str, node_id: str, body: ApprovalAnswer, agent: AgentDep, user: UserDep) -> ApprovalOut:
     question = await agent.approvals.question(task_id, node_id)
     if question is None or question.user_id != user:
-        raise not_found(f"question for step {node_id!r} of task {task_id!r}")
+        raise not_found(f"question for step {shown(node_id)} of task {shown(task_id)}")
     if question.status != "pending":
         raise ApiError(409, "conflict", f"step {node_id} of task {task_id} was already {question.status}")
     decided = await agent.approvals.decide(task_id, node_id, approve=body.approve, by=user, reason=body.reason,

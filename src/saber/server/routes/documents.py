@@ -32,7 +32,7 @@ from saber.rag.documents import Document, EmbeddingError, FileTooLarge, IngestRe
 from saber.rag.engine import RagEngine
 from saber.rag.filler import FillStatus
 from saber.server.deps import AgentDep, SettingsDep, UserDep
-from saber.server.errors import ERROR_RESPONSES, ApiError, ErrorDetail, not_found, request_id_of
+from saber.server.errors import ERROR_RESPONSES, ApiError, ErrorDetail, not_found, request_id_of, shown
 from saber.server.schemas import (
     DeletedResponse,
     DocumentDetail,
@@ -246,11 +246,11 @@ async def get_document(document_id: str, agent: AgentDep, settings: SettingsDep,
     engine = _engine(agent)
     view = await _view(engine, user, settings)
     if not view.visible(document_id):
-        raise not_found(f"document {document_id!r}")
+        raise not_found(f"document {shown(document_id)}")
     try:
         doc = await asyncio.to_thread(engine.get_document, document_id)
     except RagError:
-        raise not_found(f"document {document_id!r}") from None
+        raise not_found(f"document {shown(document_id)}") from None
     return DocumentDetail(**view.out(doc, await _fill_status(engine, [doc])).model_dump(), text=doc.content or "")
 
 
@@ -261,15 +261,15 @@ async def delete_document(document_id: str, agent: AgentDep, settings: SettingsD
     engine = _engine(agent)
     view = await _view(engine, user, settings)
     if not view.visible(document_id):
-        raise not_found(f"document {document_id!r}")
+        raise not_found(f"document {shown(document_id)}")
     if not view.deletable(document_id):
         if not await asyncio.to_thread(_exists, engine, document_id):  # an unknown id is 404 for everyone
-            raise not_found(f"document {document_id!r}")
+            raise not_found(f"document {shown(document_id)}")
         raise ApiError(403, "forbidden", "a shared document: deleting it needs an admin key (server.admins), "
                                          "or `saber docs rm` on the server")
     if view.shared(document_id):
         if not await asyncio.to_thread(engine.delete_document, document_id):
-            raise not_found(f"document {document_id!r}")
+            raise not_found(f"document {shown(document_id)}")
     elif await asyncio.to_thread(engine.release, document_id, user):  # nobody else holds it
         await asyncio.to_thread(engine.delete_document, document_id)
     return DeletedResponse(deleted=True)

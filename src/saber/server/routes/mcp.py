@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from saber.config import config_path
 from saber.server.auth import authenticate
 from saber.server.deps import AgentDep, SettingsDep
-from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
+from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
 
 router = APIRouter(prefix="/api/mcp/servers", tags=["mcp"], responses=ERROR_RESPONSES)
 
@@ -49,7 +49,7 @@ async def add_server(body: dict[str, Any], request: Request, agent: AgentDep, se
 async def remove_server(name: str, request: Request, agent: AgentDep, settings: SettingsDep) -> dict[str, bool]:
     _admin(request, settings.server_admins)
     if not await agent.mcp.remove(name, save_to=config_path(settings.home)):
-        raise not_found(f"MCP server {name!r}")
+        raise not_found(f"MCP server {shown(name)}")
     return {"deleted": True}
 
 
@@ -59,4 +59,4 @@ async def test_server(name: str, request: Request, agent: AgentDep, settings: Se
     try:
         return await agent.mcp.test(name)
     except KeyError:
-        raise not_found(f"MCP server {name!r}") from None
+        raise not_found(f"MCP server {shown(name)}") from None

@@ -14,7 +14,7 @@ from saber.events import Event
 from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
 from saber.server.deps import AgentDep, RunsDep, UserDep
-from saber.server.errors import ERROR_RESPONSES, ApiError, not_found
+from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
 from saber.server.offloop import store_call
 from saber.server.runs import TaskRun
 from saber.server.schemas import CancelResponse, NodeOut, TaskDetail, TaskSummary
@@ -53,7 +53,7 @@ async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) 
     run = await runs.find(task_id, user)
     saved = await _checkpoint(agent, task_id, user)
     if run is None and saved is None:
-        raise not_found(f"task {task_id!r}")
+        raise not_found(f"task {shown(task_id)}")
     nodes = [NodeOut(id=n.id, type=n.type, tool=n.tool, agent=n.agent, params=n.params, depends_on=n.depends_on,
                      race_group=n.race_group, status=n.status.value, attempts=n.attempts, duration_ms=n.duration_ms,
                      result=to_jsonable(n.result), error=n.error) for n in (saved.nodes if saved else [])]
@@ -72,7 +72,7 @@ async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) 
 async def cancel_task(task_id: str, runs: RunsDep, user: UserDep) -> CancelResponse:
     run = await runs.find(task_id, user)
     if run is None:
-        raise not_found(f"running task {task_id!r}")
+        raise not_found(f"running task {shown(task_id)}")
     cancelled = await runs.cancel(run)
     if cancelled:
         await asyncio.wait_for(runs.wait(run), timeout=10)
@@ -83,7 +83,7 @@ async def cancel_task(task_id: str, runs: RunsDep, user: UserDep) -> CancelRespo
              summary="Continue a react task from its checkpoint (SSE)")
 async def resume_task(task_id: str, request: Request, agent: AgentDep, runs: RunsDep, user: UserDep) -> EventSourceResponse:
     if await _checkpoint(agent, task_id, user) is None:
-        raise not_found(f"resumable task {task_id!r}")
+        raise not_found(f"resumable task {shown(task_id)}")
     run = TaskRun(task_id=task_id, user_id=user, kind="resume", query="")
 
     def source() -> AsyncIterator[Event]:
@@ -104,5 +104,5 @@ async def task_events(task_id: str, request: Request, runs: RunsDep, user: UserD
     after = last_event_id(request)
     run = await runs.find(task_id, user)
     if run is None:
-        raise not_found(f"event log of task {task_id!r}")
+        raise not_found(f"event log of task {shown(task_id)}")
     return stream_run(request, runs, run, after=after)
