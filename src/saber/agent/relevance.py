@@ -47,11 +47,11 @@ PROBES = (
 """Off-topic questions: what an irrelevant query scores against this knowledge base."""
 MIN_THRESHOLD = 0.02
 PENDING_CANDIDATES = 3
+"""While some chunks have no vector yet, how many keyword matches are embedded to score a query."""
 JUDGED_CANDIDATES = 3
 """With a judge, how many of hybrid search's best passages it scores (its best is not always the retriever's)."""
 JUDGED_KEPT = 4096
 """The judge's chunk vectors kept per gate (1.5 KB each): a passage found again is not embedded again."""
-"""While some chunks have no vector yet, how many keyword matches are embedded to score a query."""
 FIXED_THRESHOLDS = {"hashing:": 0.05}
 """Embedders (by name prefix) whose scores calibration does not suit: feature hashing measures word
 overlap only, so its probe scores are mostly exactly 0 plus the odd hash collision."""
@@ -62,7 +62,7 @@ def judge_for(embedder: Embedder) -> Embedder | None:
     itself. USE multilingual v3 retrieves well but scores a question close to any passage of the
     same field ("travel allowance" to a leave policy: above passages that do answer other
     questions), so no threshold separates "nothing relevant" from relevant; multilingual-e5-small
-    separates them, so it judges the few passages USE found (a query and one to five chunks)."""
+    separates them, so it judges the few passages USE found (the query and ``JUDGED_CANDIDATES`` chunks)."""
     from saber.rag.embedder import LocalE5Embedder, LocalUSEEmbedder
 
     if embedder.name != LocalUSEEmbedder.name:
