@@ -35,7 +35,7 @@ class _Clock:
         if self.stop is not None and not self.stop.expired():
             when = self.stop.when()
             self.stop_left = None if when is None else when - now
-            self.stop.reschedule(None)
+            self._reschedule(None)
 
     def resume(self, now: float) -> None:
         self.waiting -= 1
@@ -43,7 +43,12 @@ class _Clock:
             return  # another wait is still on: the clock stays stopped
         self.at += now - self.paused_at
         if self.stop is not None and not self.stop.expired():
-            self.stop.reschedule(None if self.stop_left is None else now + self.stop_left)
+            self._reschedule(None if self.stop_left is None else now + self.stop_left)
+
+    def _reschedule(self, when: float | None) -> None:
+        assert self.stop is not None
+        with contextlib.suppress(RuntimeError):  # the request is over (its scope exited): nothing to move
+            self.stop.reschedule(when)
 
     def left(self, now: float) -> float:
         return self.at - (self.paused_at if self.waiting else now)
