@@ -114,24 +114,25 @@ class VectorFiller:
         return self._attempted.wait(timeout)
 
     def status(self) -> FillStatus:
-        """``failing`` while the last pass failed (until one works), else ``filling`` during a pass,
-        ``idle`` between passes, ``stopped`` when the thread is not running."""
+        """``failing`` while the last pass failed (until one works), else ``filling`` during a pass
+        or once kicked for one, ``idle`` between passes, ``stopped`` when the thread is not running."""
         with self._lock:
             running = self.running and not self._stop.is_set()
             error, failed_at, passing, retry_at = self.error, self.failed_at, self._passing, self._retry_at
+            kicked = self._wake.is_set()  # new chunks, a pass about to start
         if error is not None:
             retry = None if not running else 0.0 if passing or retry_at is None \
                 else round(max(0.0, retry_at - time.monotonic()), 1)
             return FillStatus(state="failing", error=error, retry_in_s=retry, failed_at=failed_at)
         if not running:
             return FillStatus(state="stopped")
-        return FillStatus(state="filling" if passing else "idle")
+        return FillStatus(state="filling" if passing or kicked else "idle")
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.clear()
             delay = self.idle_poll
-            with self._lock:
+            with self._lock:  # one step: a status read in between never sees a kicked filler as idle
+                self._wake.clear()
                 self._passing = True
             try:
                 self.filled += self._fill(self._stop)

@@ -20,6 +20,20 @@ def test_a_kick_runs_a_pass_and_idle_says_when_it_is_done() -> None:
     assert not filler.running
 
 
+def test_a_kicked_filler_says_filling_before_its_pass_begins() -> None:
+    """An upload answers as soon as its chunks are written: the filler it kicked may not have begun
+    its pass yet, and must not be reported idle with the new chunks pending."""
+    begin = threading.Event()
+    filler = VectorFiller(lambda stop: 1)
+    pass_loop = filler._run
+    filler._run = lambda: (begin.wait(10), pass_loop())  # type: ignore[method-assign]
+    filler.kick()
+    assert filler.running and filler.status().state == "filling"
+    begin.set()
+    assert filler.wait_idle(10) and filler.status().state == "idle"
+    assert filler.stop(10)
+
+
 def test_a_failing_pass_is_recorded_and_the_thread_lives_on() -> None:
     failed = threading.Event()
 
