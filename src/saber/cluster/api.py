@@ -135,8 +135,11 @@ class ClusterRunManager(RunManager):
             pass
 
     async def shutdown(self, grace: float) -> None:
-        """Refuse new requests. Runs keep going on the workers: nothing here to wait for."""
+        """Refuse new requests. Runs keep going on the workers: only the cancels of streams that
+        were hung up on are waited for (at most ``grace`` seconds), so that they reach the workers."""
         self.closing = True
+        if self._cancelling:
+            await asyncio.wait(set(self._cancelling), timeout=max(grace, 1.0))
 
 
 def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, Any]) -> None:

@@ -63,6 +63,7 @@ class RunManager:
         self.keep_finished = keep_finished
         self.closing = False
         self._runs: OrderedDict[str, TaskRun] = OrderedDict()
+        self._cancelling: set[asyncio.Task[bool]] = set()
 
     def running(self, user_id: str | None = None) -> list[TaskRun]:
         """Runs not finished (including ones still starting), of one user or all."""
@@ -148,6 +149,20 @@ class RunManager:
         if not self.agent.cancel(run.task_id, user_id=run.user_id) and run.pump is not None:
             run.pump.cancel()
         return True
+
+    def cancel_soon(self, run: TaskRun) -> asyncio.Task[bool]:
+        """``cancel`` as a task of its own, kept until it ends: for a caller that is being cancelled
+        itself (a stream's clean-up after its client hung up), where ``await self.cancel(run)``
+        would be cut short at its first await, before the signal went out."""
+        task = asyncio.create_task(self.cancel(run), name=f"saber-cancel-{run.task_id}")
+        self._cancelling.add(task)
+        task.add_done_callback(self._cancel_ended)
+        return task
+
+    def _cancel_ended(self, task: asyncio.Task[bool]) -> None:
+        self._cancelling.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("cancelling %s failed", task.get_name(), exc_info=task.exception())
 
     async def wait(self, run: TaskRun) -> None:
         if run.pump is not None:

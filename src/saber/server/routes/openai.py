@@ -28,7 +28,7 @@ from saber.server.routes.chat import check_message, start_chat
 from saber.server.routes.openai_stream import StreamedAnswer, error_chunk, model_failure
 from saber.server.runs import RunManager, TaskRun
 from saber.server.schemas import ChatRequest, Mode
-from saber.server.sse import SSE_RESPONSE
+from saber.server.sse import SSE_RESPONSE, cancel_abandoned
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"], responses=ERROR_RESPONSES)
 
@@ -244,4 +244,4 @@ async def _chunks(run: TaskRun, runs: RunManager, model: str, completion_id: str
         yield ServerSentEvent(data="[DONE]")
     finally:
         if not run.finished:
-            await runs.cancel(run)
+            await cancel_abandoned(runs, run)
