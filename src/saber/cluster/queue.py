@@ -105,6 +105,14 @@ class RunQueue:
         out["request"] = json.loads(out["request"])
         return out
 
+    def statuses(self, task_ids: list[str]) -> dict[str, str]:
+        """The status (queued, running, done, cancelled) of each of ``task_ids`` the queue holds."""
+        if not task_ids:
+            return {}
+        with self.db.transaction() as tx:
+            rows = tx.execute("SELECT task_id, status FROM saber_run_queue WHERE task_id = ANY(?)", (task_ids,)).fetchall()
+        return {str(t): str(s) for t, s in rows}
+
     def cancel_waiting(self, task_id: str) -> bool:
         """Mark a run no worker holds cancelled (queued, or running under an expired lease); True
         if it was one. A run a live worker holds is cancelled through that worker instead."""

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from starlette.types import Message
 
@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 EventSource = Callable[[], AsyncIterator[Event]]
 
+TaskStatus = Literal["queued", "running", "done", "cancelled"]
+"""A run's status: queued (distributed mode: no worker has taken it yet), running, done, cancelled."""
+
 
 @dataclass(kw_only=True)
 class TaskRun:
@@ -42,15 +45,23 @@ class TaskRun:
     log: EventLog = field(default_factory=EventLog)
     pump: asyncio.Task[None] | None = None
     observer: RunObserver = field(default_factory=RunObserver)
+    queued: bool = False
+    """Waiting in the run queue for a worker (the distributed mode), as last seen."""
 
     @property
     def finished(self) -> bool:
         return self.log.closed
 
+    @property
+    def status(self) -> TaskStatus:
+        if not self.finished:
+            return "queued" if self.queued else "running"
+        done = self.log.last("done")
+        return "cancelled" if done is not None and done.data.get("interrupted") else "done"
+
     def summary(self) -> dict[str, object]:
         done = self.log.last("done")
-        status = "running" if not self.finished else (
-            "cancelled" if done is not None and done.data.get("interrupted") else "done")
+        status = self.status
         return {"task_id": self.task_id, "status": status, "user_id": self.user_id, "query": self.query,
                 "kind": self.kind, "started": self.started, "events": len(self.log.events),
                 "mode": done.data.get("mode") if done else None}
@@ -90,6 +101,10 @@ class RunManager:
     async def find(self, task_id: str, user_id: str) -> TaskRun | None:
         """``get``; the distributed mode's manager also finds tasks other nodes accepted."""
         return self.get(task_id, user_id)
+
+    async def refresh(self, runs: list[TaskRun]) -> None:
+        """Bring what ``runs`` know of their tasks up to date: nothing to do for runs in this process;
+        the distributed mode's manager reads their events and queue rows."""
 
     async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
         """Start ``source`` (an agent stream) as ``run``. The stream's first step runs here, so input

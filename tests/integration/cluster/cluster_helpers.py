@@ -102,8 +102,13 @@ def cluster_env(*, pgvector_url: str, redis_url: str, prefix: str, llm_url: str,
 
 def sse(response: httpx.Response) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(id, event, data) of each event of an SSE response."""
+    return sse_lines(response.iter_lines())
+
+
+def sse_lines(lines: Iterator[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(id, event, data) of each event in the lines of an SSE response."""
     seq, kind, data = 0, "", ""
-    for line in response.iter_lines():
+    for line in lines:
         if line.startswith("id:"):
             seq = int(line[3:].strip())
         elif line.startswith("event:"):
