@@ -25,7 +25,13 @@ from saber.server.auth import caller
 from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, ErrorBody
 from saber.server.routes.chat import check_message, start_chat
-from saber.server.routes.openai_stream import StreamedAnswer, error_chunk, model_failure
+from saber.server.routes.openai_stream import (
+    ANSWER_RESTARTED,
+    CompletionText,
+    error_chunk,
+    model_failure,
+    restarted_error,
+)
 from saber.server.runs import RunManager, TaskRun
 from saber.server.schemas import ChatRequest, Mode
 from saber.server.sse import SSE_RESPONSE, cancel_abandoned
@@ -224,7 +230,7 @@ async def _chunks(run: TaskRun, runs: RunManager, model: str, completion_id: str
             body["usage"] = usage.model_dump()
         return ServerSentEvent(data=dumps(body))
 
-    text = StreamedAnswer()
+    text = CompletionText()
     try:
         yield chunk({"role": "assistant", "content": ""})
         async for event in run.log.follow():
@@ -236,7 +242,11 @@ async def _chunks(run: TaskRun, runs: RunManager, model: str, completion_id: str
             if failure is not None:  # the openai client raises APIError on this event
                 yield ServerSentEvent(data=dumps(error_chunk(failure, MODEL_FAILED)))
                 return
-            if rest := text.finish(str(event.data["answer"])):
+            rest = text.finish(str(event.data["answer"]))
+            if rest is None:
+                yield ServerSentEvent(data=dumps(error_chunk(restarted_error(run.task_id), ANSWER_RESTARTED)))
+                return
+            if rest:
                 yield chunk({"content": rest})
             yield chunk({}, "length" if event.data.get("interrupted") else "stop")
             if include_usage:
