@@ -61,8 +61,7 @@ class TaskRun:
 
     def summary(self) -> dict[str, object]:
         done = self.log.last("done")
-        status = self.status
-        return {"task_id": self.task_id, "status": status, "user_id": self.user_id, "query": self.query,
+        return {"task_id": self.task_id, "status": self.status, "user_id": self.user_id, "query": self.query,
                 "kind": self.kind, "started": self.started, "events": len(self.log.events),
                 "mode": done.data.get("mode") if done else None}
 
