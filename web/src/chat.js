@@ -177,6 +177,11 @@ export class ChatView {
     const onEvent = (type, data, id) => {
       received = true;
       if (id) answer.last_event_id = id;
+      if (type === "start" && data.restarted) {
+        // Another worker took the task over and writes the answer again: the tokens so far are void.
+        tokens = "";
+        view().setAnswer(tokens, false, true);
+      }
       if (type === "token") {
         tokens += data.content || "";
         view().setAnswer(tokens, false, true);

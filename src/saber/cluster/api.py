@@ -1,15 +1,17 @@
 """``ClusterRunManager``: the API node's run manager in the distributed mode.
 
 It runs nothing itself: a request becomes a row of the run queue (answered 409 for a task id
-queued or running, 429 past ``cluster_max_waiting_per_user``), and its events are read from the
-task's Redis stream, so this node serves the events of any task, whichever node took it and
-whichever worker runs it. A cancel marks a waiting run cancelled in the queue, or reaches the
-worker running it through Redis.
+queued or running, 429 past ``cluster_max_waiting_per_user``) and the ``start`` event of its
+stream, written at once so that the client knows it was accepted while it waits for a worker.
+Its events are read from the task's Redis stream, so this node serves the events of any task,
+whichever node took it and whichever worker runs it. A cancel marks a waiting run cancelled in
+the queue, or reaches the worker running it through Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -25,7 +27,7 @@ from saber.cluster.eventstream import RedisEventLog, StreamTakenOver, StreamWrit
 from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
 from saber.cluster.signals import cancel_key, request_cancel, wake_channel
 from saber.config import Settings
-from saber.events import Done
+from saber.events import Done, Start
 from saber.server.errors import ApiError
 from saber.server.runs import EventSource, RunManager, TaskRun
 
@@ -65,17 +67,27 @@ class ClusterRunManager(RunManager):
         """The run of ``task_id`` if it is this user's, whichever node accepted it."""
         known = self.get(task_id, user_id)
         if known is not None:
-            await known.log.load()  # type: ignore[attr-defined]
+            await self.refresh([known])
             return known
         row = await asyncio.to_thread(self.queue.get, task_id)
         if row is None or row["user_id"] != user_id:
             return None
         run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"],
                       query=str(row["request"].get("message", "")), started=float(row["enqueued_at"]),
-                      log=self._log(task_id, floor=int(row["request"].get("after") or 0)))
+                      log=self._log(task_id, floor=int(row["request"].get("after") or 0)), queued=row["status"] == "queued")
         await run.log.load()  # type: ignore[attr-defined]
         self._remember(run)
         return run
+
+    async def refresh(self, runs: list[TaskRun]) -> None:
+        """Read the events of ``runs`` that were not finished, and whether they still wait in the queue."""
+        live = [r for r in runs if not r.finished]
+        if not live:
+            return
+        statuses = await asyncio.to_thread(self.queue.statuses, [r.task_id for r in live])
+        for run in live:
+            await run.log.load()  # type: ignore[attr-defined]
+            run.queued = statuses.get(run.task_id) == "queued"
 
     def admit(self, user_id: str) -> None:
         if self.closing:
@@ -86,10 +98,11 @@ class ClusterRunManager(RunManager):
         """Queue ``run`` (``spec``: the request, as the worker will make it); ``source`` is not used."""
         self.admit(run.user_id)
         request = dict(spec or {})
-        _check(self.agent, self.settings, run, request)
+        query = _check(self.agent, self.settings, run, request)
         if run.kind == "resume":  # refused here as the in-process server refuses it: a 409 before any stream
-            await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
-        request["after"] = await self._log(run.task_id).last_seq()  # a resumed task's earlier events
+            saved = await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
+            query = run.query = str(saved.meta.get("query", ""))
+        after = request["after"] = await self._log(run.task_id).last_seq()  # a resumed task's earlier events
         await self.redis.delete(cancel_key(self.prefix, run.task_id))  # a cancel of an earlier run is spent
         try:
             with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
@@ -100,10 +113,18 @@ class ClusterRunManager(RunManager):
         except QueueFull as exc:
             raise ApiError(429, "too_many_requests", f"{exc}: wait for one to finish (or cancel it)",
                            headers={"Retry-After": "1"}) from None
-        run.log = self._log(run.task_id, floor=int(request["after"]))
+        run.log, run.queued = self._log(run.task_id, floor=after), True
         self._remember(run)
+        await self._announce(run, after, query)
         await self.redis.publish(wake_channel(self.prefix), run.task_id)
         return run
+
+    async def _announce(self, run: TaskRun, after: int, query: str) -> None:
+        """Write the run's ``start`` (the event after ``after``) unless a worker that took the run wrote it first."""
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
+                              ttl=self.settings.cluster_events_ttl, seq=after)
+        with contextlib.suppress(StreamTakenOver):
+            await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
 
     async def cancel(self, run: TaskRun) -> bool:
         await run.log.load()  # type: ignore[attr-defined]
@@ -135,17 +156,22 @@ class ClusterRunManager(RunManager):
             pass
 
     async def shutdown(self, grace: float) -> None:
-        """Refuse new requests. Runs keep going on the workers: nothing here to wait for."""
+        """Refuse new requests. Runs keep going on the workers: only the cancels of streams that
+        were hung up on are waited for (at most ``grace`` seconds), so that they reach the workers."""
         self.closing = True
+        if self._cancelling:
+            await asyncio.wait(set(self._cancelling), timeout=max(grace, 1.0))
 
 
-def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, Any]) -> None:
-    """What the worker would refuse at once, refused here with a 422 before anything is queued."""
+def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, Any]) -> str:
+    """What the worker would refuse at once, refused here with a 422 before anything is queued.
+    Returns the query as the worker's agent takes it ("" for a resume)."""
+    query = ""
     try:
         check_task_id(run.task_id)
         check_user_id(run.user_id)
         if run.kind != "resume":
-            check_query(request.get("message", ""), max_chars=settings.max_query_chars)
+            query = check_query(request.get("message", ""), max_chars=settings.max_query_chars)
         mode = request.get("mode")
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
             raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
@@ -154,3 +180,4 @@ def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, An
             agent.registry.filter(selected)
     except ValueError as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
+    return query

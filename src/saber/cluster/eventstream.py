@@ -5,6 +5,12 @@ on every node. Redis refuses an id not above the stream's last one, which fences
 worker that lost its run (its lease expired and another took it over) fails its next append
 instead of interleaving events. The stream is trimmed to ``maxlen`` entries (approximately) and
 expires ``ttl`` seconds after its last event. The entry that ends a run carries ``f=1``.
+
+A run's ``start`` is written once, by whichever comes first: the API node that queued the run
+(so that its stream says at once that the request was accepted) or the worker that took it. A
+worker that takes over a run an earlier worker began (it died, or handed the run back) writes a
+second ``start`` with ``restarted: true`` and its ``attempt``: the tokens before it are void, the
+answer is written again after it.
 """
 
 from __future__ import annotations
@@ -41,17 +47,39 @@ def _decode(entry_id: Any, fields: Any) -> tuple[LoggedEvent, bool]:
 class StreamWriter:
     """Appends one run's events; ``open`` continues after what an earlier worker wrote."""
 
-    def __init__(self, redis: Redis, prefix: str, task_id: str, *, maxlen: int, ttl: int) -> None:
+    def __init__(self, redis: Redis, prefix: str, task_id: str, *, maxlen: int, ttl: int, seq: int = 0) -> None:
+        """``seq``: the number of the stream's last event, when known (``open`` reads it)."""
         self.redis, self.key, self.maxlen, self.ttl = redis, stream_key(prefix, task_id), maxlen, ttl
-        self.seq = 0
+        self.seq = seq
         self.ended = False
         """The last entry ends a run (it carries ``f=1``)."""
+        self.last_type = ""
+        """The type of the last entry."""
 
     async def open(self) -> None:
         last = await self.redis.xrevrange(self.key, count=1)
         if last:
             event, final = _decode(last[0][0], last[0][1])
-            self.seq, self.ended = event.seq, final
+            self.seq, self.ended, self.last_type = event.seq, final, event.type
+
+    def _begun(self, after: int) -> bool:
+        """The run whose events follow event ``after`` has its ``start`` and nothing more."""
+        return self.seq == after + 1 and self.last_type == "start"
+
+    async def append_start(self, data: dict[str, Any], *, after: int, attempt: int) -> None:
+        """Append the ``start`` of the run whose events follow event ``after``, unless it is there
+        already (see the module's docstring); after events of an earlier attempt, a restart."""
+        if self._begun(after):
+            return
+        if self.seq > after:
+            await self.append("start", {**data, "restarted": True, "attempt": attempt})
+            return
+        try:
+            await self.append("start", data)
+        except StreamTakenOver:
+            await self.open()
+            if not self._begun(after):
+                raise
 
     async def append(self, type_: str, data: dict[str, Any], *, final: bool = False) -> int:
         seq = self.seq + 1
@@ -67,8 +95,7 @@ class StreamWriter:
             if "equal or smaller" in str(exc):
                 raise StreamTakenOver(f"{self.key}: another writer appended event {seq}") from None
             raise
-        self.seq = seq
-        self.ended = final
+        self.seq, self.ended, self.last_type = seq, final, type_
         return seq
 
 

@@ -50,6 +50,14 @@ class Claim:
     trace: str
 
 
+def _check_reuse(task_id: str, status: str, kind: str) -> None:
+    """Raise ``DuplicateTask`` unless a run of ``kind`` may take the id of a task that is ``status``."""
+    if status in ("queued", "running"):
+        raise DuplicateTask(f"task {task_id!r} is already {status}")
+    if kind != "resume":
+        raise DuplicateTask(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
+
+
 class RunQueue:
     def __init__(self, db: Database, *, lease_seconds: float, max_running_per_user: int,
                  max_waiting_per_user: int = 1000) -> None:
@@ -68,19 +76,22 @@ class RunQueue:
         with self.db.transaction() as tx:
             tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + user_id,))
             row = tx.execute("SELECT status FROM saber_run_queue WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
-            if row is not None and row[0] in ("queued", "running"):
-                raise DuplicateTask(f"task {task_id!r} is already {row[0]}")
-            if row is not None and kind != "resume":
-                raise DuplicateTask(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
+            if row is not None:
+                _check_reuse(task_id, str(row[0]), kind)
             waiting = tx.execute("SELECT count(*) FROM saber_run_queue WHERE user_id = ? AND status IN ('queued', 'running')",
                                  (user_id,)).fetchone()[0]
             if waiting >= self.max_waiting_per_user:
                 raise QueueFull(f"user {user_id!r} already has {waiting} request(s) queued or running")
             now = tx.execute(f"SELECT {_NOW}").fetchone()[0]
-            tx.execute("DELETE FROM saber_run_queue WHERE task_id = ?", (task_id,))
-            tx.execute("INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
-                       "VALUES (?, ?, ?, ?, 'queued', ?, 0, ?)",
-                       (task_id, user_id, kind, json.dumps(request), now, trace))
+            tx.execute("DELETE FROM saber_run_queue WHERE task_id = ? AND status NOT IN ('queued', 'running')", (task_id,))
+            added = tx.execute(
+                "INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
+                "VALUES (?, ?, ?, ?, 'queued', ?, 0, ?) ON CONFLICT (task_id) DO NOTHING RETURNING task_id",
+                (task_id, user_id, kind, json.dumps(request), now, trace)).fetchone()
+            if added is None:  # a request with this id was queued meanwhile (another user's: under another lock)
+                row = tx.execute("SELECT status FROM saber_run_queue WHERE task_id = ?", (task_id,)).fetchone()
+                _check_reuse(task_id, str(row[0]) if row is not None else "queued", kind)
+                raise DuplicateTask(f"task {task_id!r} was queued by another request meanwhile")
         return float(now)
 
     def get(self, task_id: str) -> dict[str, Any] | None:
@@ -93,6 +104,14 @@ class RunQueue:
         out = dict(zip(keys, row, strict=True))
         out["request"] = json.loads(out["request"])
         return out
+
+    def statuses(self, task_ids: list[str]) -> dict[str, str]:
+        """The status (queued, running, done, cancelled) of each of ``task_ids`` the queue holds."""
+        if not task_ids:
+            return {}
+        with self.db.transaction() as tx:
+            rows = tx.execute("SELECT task_id, status FROM saber_run_queue WHERE task_id = ANY(?)", (task_ids,)).fetchall()
+        return {str(t): str(s) for t, s in rows}
 
     def cancel_waiting(self, task_id: str) -> bool:
         """Mark a run no worker holds cancelled (queued, or running under an expired lease); True

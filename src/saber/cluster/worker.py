@@ -250,7 +250,11 @@ class Worker:
                         break
                     observer.observe(event.type, event.data)
                     spans.observe(event.type, event.data)
-                    await writer.append(event.type, event.data)
+                    if event.type == "start":
+                        await writer.append_start(event.data, after=int(claim.request.get("after") or 0),
+                                                  attempt=claim.attempts)
+                    else:
+                        await writer.append(event.type, event.data)
         except ValueError as exc:  # the request itself was refused (a task id in use, a finished task)
             await writer.append("error", {"message": str(exc), "where": "worker"})
             await writer.append("done", _interrupted(claim), final=True)

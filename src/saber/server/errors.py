@@ -1,4 +1,8 @@
-"""Every error the API answers has one shape: ``{"error": {"code", "message"}, "request_id"}``."""
+"""Every error the API answers has one shape: ``{"error": {"code", "message"}, "request_id"}``.
+
+Under ``/v1`` (the OpenAI-compatible routes) the error also carries OpenAI's ``type``
+(``invalid_request_error``, or ``server_error`` for a 5xx) and ``param`` (the field at fault, or null).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 log = logging.getLogger(__name__)
@@ -25,15 +29,30 @@ class ErrorBody(BaseModel):
     request_id: str
 
 
+class OpenAIErrorDetail(ErrorDetail):
+    type: str = Field(description="invalid_request_error, or server_error for a 5xx (as OpenAI's).")
+    param: str | None = Field(description="The request field at fault, if one is (as OpenAI's).")
+
+
+class OpenAIErrorBody(BaseModel):
+    """An error of the OpenAI-compatible routes (``/v1``)."""
+
+    error: OpenAIErrorDetail
+    request_id: str
+
+
 class ApiError(Exception):
     """An answer other than success: raised anywhere in a route, rendered by the handler below."""
 
-    def __init__(self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None,
+                 param: str | None = None) -> None:
+        """``param``: the request field at fault, for the OpenAI-compatible routes' error shape."""
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.headers = dict(headers or {})
+        self.param = param
 
 
 SHOWN_CHARS = 200
@@ -69,9 +88,22 @@ def request_id_of(scope_or_request: Any) -> str:
 
 
 def error_response(status: int, code: str, message: str, request_id: str,
-                   headers: Mapping[str, str] | None = None) -> JSONResponse:
-    body = {"error": {"code": code, "message": message}, "request_id": request_id}
-    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+                   headers: Mapping[str, str] | None = None, *, openai: bool = False,
+                   param: str | None = None) -> JSONResponse:
+    """``openai``: add OpenAI's ``type`` and ``param`` (``param``: the field at fault)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if openai:
+        error.update(type="server_error" if status >= 500 else "invalid_request_error", param=param)
+    return JSONResponse({"error": error, "request_id": request_id}, status_code=status, headers=dict(headers or {}))
+
+
+def _openai(request: Request) -> bool:
+    return request.url.path.startswith("/v1/")
+
+
+def _first_field(errors: Sequence[Any]) -> str | None:
+    loc = [str(p) for p in (errors[0].get("loc", ()) if errors else ()) if p != "body"]
+    return ".".join(loc) or None
 
 
 def describe_validation(errors: Sequence[Any]) -> str:
@@ -98,11 +130,13 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message, request_id_of(request), exc.headers)
+        return error_response(exc.status, exc.code, exc.message, request_id_of(request), exc.headers,
+                              openai=_openai(request), param=exc.param)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_request", describe_validation(exc.errors()), request_id_of(request))
+        return error_response(422, "invalid_request", describe_validation(exc.errors()), request_id_of(request),
+                              openai=_openai(request), param=_first_field(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -110,19 +144,25 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(422, "invalid_request", _unparsed(exc.__cause__), request_id_of(request))
         code = _STATUS_CODES.get(exc.status_code, "error")
         headers = dict(exc.headers or {})
-        return error_response(exc.status_code, code, str(exc.detail), request_id_of(request), headers)
+        return error_response(exc.status_code, code, str(exc.detail), request_id_of(request), headers,
+                              openai=_openai(request))
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:
         log.exception("request %s failed", request_id_of(request))
         return error_response(500, "internal_error", f"internal error ({type(exc).__name__}); see the server log",
-                              request_id_of(request))
+                              request_id_of(request), openai=_openai(request))
 
 
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": code.replace("_", " ")}
-    for status, code in ((400, "bad_request"), (401, "unauthorized"), (403, "forbidden"), (404, "not_found"),
-                         (409, "conflict"), (413, "too_large"), (422, "invalid_request"), (429, "too_many_requests"),
-                         (503, "shutting_down_or_starting"))
-}
+def _error_responses(model: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": model, "description": code.replace("_", " ")}
+            for status, code in ((400, "bad_request"), (401, "unauthorized"), (403, "forbidden"), (404, "not_found"),
+                                 (409, "conflict"), (413, "too_large"), (422, "invalid_request"),
+                                 (429, "too_many_requests"), (503, "shutting_down_or_starting"))}
+
+
+ERROR_RESPONSES = _error_responses(ErrorBody)
 """The error answers every API route may give, for the OpenAPI document."""
+
+OPENAI_ERROR_RESPONSES = _error_responses(OpenAIErrorBody)
+"""The same for the OpenAI-compatible routes, whose errors also carry ``type`` and ``param``."""

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from starlette.types import Message
 
@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 EventSource = Callable[[], AsyncIterator[Event]]
 
+TaskStatus = Literal["queued", "running", "done", "cancelled"]
+"""A run's status: queued (distributed mode: no worker has taken it yet), running, done, cancelled."""
+
 
 @dataclass(kw_only=True)
 class TaskRun:
@@ -42,16 +45,23 @@ class TaskRun:
     log: EventLog = field(default_factory=EventLog)
     pump: asyncio.Task[None] | None = None
     observer: RunObserver = field(default_factory=RunObserver)
+    queued: bool = False
+    """Waiting in the run queue for a worker (the distributed mode), as last seen."""
 
     @property
     def finished(self) -> bool:
         return self.log.closed
 
+    @property
+    def status(self) -> TaskStatus:
+        if not self.finished:
+            return "queued" if self.queued else "running"
+        done = self.log.last("done")
+        return "cancelled" if done is not None and done.data.get("interrupted") else "done"
+
     def summary(self) -> dict[str, object]:
         done = self.log.last("done")
-        status = "running" if not self.finished else (
-            "cancelled" if done is not None and done.data.get("interrupted") else "done")
-        return {"task_id": self.task_id, "status": status, "user_id": self.user_id, "query": self.query,
+        return {"task_id": self.task_id, "status": self.status, "user_id": self.user_id, "query": self.query,
                 "kind": self.kind, "started": self.started, "events": len(self.log.events),
                 "mode": done.data.get("mode") if done else None}
 
@@ -63,6 +73,7 @@ class RunManager:
         self.keep_finished = keep_finished
         self.closing = False
         self._runs: OrderedDict[str, TaskRun] = OrderedDict()
+        self._cancelling: set[asyncio.Task[bool]] = set()
 
     def running(self, user_id: str | None = None) -> list[TaskRun]:
         """Runs not finished (including ones still starting), of one user or all."""
@@ -89,6 +100,10 @@ class RunManager:
     async def find(self, task_id: str, user_id: str) -> TaskRun | None:
         """``get``; the distributed mode's manager also finds tasks other nodes accepted."""
         return self.get(task_id, user_id)
+
+    async def refresh(self, runs: list[TaskRun]) -> None:
+        """Bring what ``runs`` know of their tasks up to date: nothing to do for runs in this process;
+        the distributed mode's manager reads their events and queue rows."""
 
     async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
         """Start ``source`` (an agent stream) as ``run``. The stream's first step runs here, so input
@@ -148,6 +163,20 @@ class RunManager:
         if not self.agent.cancel(run.task_id, user_id=run.user_id) and run.pump is not None:
             run.pump.cancel()
         return True
+
+    def cancel_soon(self, run: TaskRun) -> asyncio.Task[bool]:
+        """``cancel`` as a task of its own, kept until it ends: for a caller that is being cancelled
+        itself (a stream's clean-up after its client hung up), where ``await self.cancel(run)``
+        would be cut short at its first await, before the signal went out."""
+        task = asyncio.create_task(self.cancel(run), name=f"saber-cancel-{run.task_id}")
+        self._cancelling.add(task)
+        task.add_done_callback(self._cancel_ended)
+        return task
+
+    def _cancel_ended(self, task: asyncio.Task[bool]) -> None:
+        self._cancelling.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("cancelling %s failed", task.get_name(), exc_info=task.exception())
 
     async def wait(self, run: TaskRun) -> None:
         if run.pump is not None:

@@ -43,7 +43,9 @@ class ChatResponse(BaseModel):
 
 class TaskSummary(BaseModel):
     task_id: str
-    status: str
+    status: str = Field(description="queued (distributed mode: no worker has taken it yet), running, done or "
+                                    "cancelled; a react task known only from its checkpoint may also be answering "
+                                    "or failed.")
     user_id: str | None = None
     query: str | None = None
     live: bool = Field(description="Its events can be followed at /api/tasks/{id}/events.")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from fastapi import Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -13,6 +15,9 @@ from saber.server.runs import RunManager, TaskRun
 
 PING_SECONDS = 15.0
 """Seconds between keep-alive comments while a stream has nothing to send (``app.state.ping_seconds``)."""
+
+CANCEL_WAIT_SECONDS = 10.0
+"""How long a stream whose client hung up waits for its task's cancel to go out before it ends."""
 
 SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"description": "Server-Sent Events: `id: <sequence number>`, `event: <type>`, `data: <json>`; the last "
@@ -34,6 +39,16 @@ def last_event_id(request: Request) -> int:
     return int(raw)
 
 
+async def cancel_abandoned(manager: RunManager, run: TaskRun) -> None:
+    """Cancel ``run`` from the clean-up of a stream whose client hung up. That clean-up runs while
+    the stream's own task is being cancelled, which would cut an awaited cancel short (the
+    distributed mode's reads Redis before it signals the worker): the cancel runs as a task of its
+    own, which this waits for, shielded, at most ``CANCEL_WAIT_SECONDS``."""
+    cancelling = manager.cancel_soon(run)
+    with anyio.move_on_after(CANCEL_WAIT_SECONDS, shield=True):
+        await asyncio.wait([cancelling])
+
+
 def stream_run(request: Request, manager: RunManager, run: TaskRun, *, after: int = 0,
                owns_task: bool = False) -> EventSourceResponse:
     """Replay ``run``'s events after ``after`` and follow it live. ``owns_task``: this connection
@@ -45,7 +60,7 @@ def stream_run(request: Request, manager: RunManager, run: TaskRun, *, after: in
                 yield ServerSentEvent(data=event.json, event=event.type, id=str(event.seq))
         finally:
             if owns_task and not run.detached and not run.finished:
-                await manager.cancel(run)
+                await cancel_abandoned(manager, run)
 
     grace = float(request.app.state.settings.server_shutdown_grace) + 5.0
     ping = float(getattr(request.app.state, "ping_seconds", PING_SECONDS))

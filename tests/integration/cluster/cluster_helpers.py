@@ -102,8 +102,13 @@ def cluster_env(*, pgvector_url: str, redis_url: str, prefix: str, llm_url: str,
 
 def sse(response: httpx.Response) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(id, event, data) of each event of an SSE response."""
+    return sse_lines(response.iter_lines())
+
+
+def sse_lines(lines: Iterator[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(id, event, data) of each event in the lines of an SSE response."""
     seq, kind, data = 0, "", ""
-    for line in response.iter_lines():
+    for line in lines:
         if line.startswith("id:"):
             seq = int(line[3:].strip())
         elif line.startswith("event:"):
@@ -134,3 +139,27 @@ def plan_reply(body: dict[str, Any]) -> str:
                      "params": {"title": f"report {task}", "content_md": f"# Report {task}\n\nAll {steps} steps of "
                                 f"{task} for {user} finished."}})
     return json.dumps(plan)
+
+
+SLOW_ANSWER = " ".join(f"{a}{b}" for a in "bcdfghjklmnp" for b in "aeiou")
+"""The answer to a query with SLOWGEN: 60 words, streamed a word at a time."""
+
+
+def slow_answer_reply(body: dict[str, Any]) -> Any:
+    """The fake model: ``SLOW_ANSWER`` slowly for a query with SLOWGEN (which a client can hang up
+    on, or a worker die in); "finished" for anything else."""
+    from saber.testing.fake_openai import FakeReply
+
+    messages = body.get("messages") or []
+    if "SLOWGEN" in str(messages[-1].get("content") or "") and body.get("stream"):
+        return FakeReply(text=SLOW_ANSWER, chunk_delay=0.25)
+    return "finished"
+
+
+def task_status(api: str, task_id: str, user: str) -> dict[str, Any]:
+    """``GET /api/tasks/{id}`` once the task is no longer queued or running."""
+    while True:
+        detail: dict[str, Any] = httpx.get(f"{api}/api/tasks/{task_id}", params={"user_id": user}, timeout=30).json()
+        if detail.get("status") not in ("queued", "running"):
+            return detail
+        time.sleep(0.2)

@@ -102,3 +102,31 @@ def test_the_queue_refuses_sqlite(tmp_path) -> None:  # type: ignore[no-untyped-
             RunQueue(db, lease_seconds=1, max_running_per_user=1)
     finally:
         db.close()
+
+
+def test_a_task_id_queued_meanwhile_is_a_duplicate_not_a_database_error(queue: RunQueue, plain_pg_url: str) -> None:
+    """Two requests with one task id (of two users: two user locks) both find no row; the second's
+    insert waits on the first's, and is refused as a duplicate once the first commits."""
+    import psycopg
+
+    outcome: list[BaseException | None] = []
+    with psycopg.connect(plain_pg_url) as first, psycopg.connect(plain_pg_url, autocommit=True) as watch:
+        first.execute("INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
+                      "VALUES ('same', 'alice', 'chat', '{}', 'queued', 0, 0, '')")
+
+        def second() -> None:
+            try:
+                queue.enqueue(task_id="same", user_id="bob", kind="chat", request={"message": "hi"})
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        while not watch.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                "AND datname = current_database()").fetchone()[0]:  # type: ignore[index]
+            time.sleep(0.02)
+        first.commit()
+        thread.join(30)
+    assert isinstance(outcome[0], DuplicateTask) and "already queued" in str(outcome[0]), outcome
+    assert queue.get("same")["user_id"] == "alice"  # type: ignore[index]

@@ -11,6 +11,12 @@ a second copy of the answer:
 - the answer was cut to ``max_answer_chars`` after it streamed: only its last line (the note);
 - the chat model failed and Saber has no rule answer: nothing of the apology is sent, the stream
   ends with an OpenAI error event (``model_failure``).
+
+In the distributed mode the worker writing the answer may die: another takes the run over and
+writes the answer again, after a ``start`` that says ``restarted`` (``CompletionText``). The client
+holds what the dead attempt sent, and a stream cannot take text back: of the new attempt's text,
+only what continues that is sent; an answer that does not continue it ends the stream with an
+OpenAI error event (``ANSWER_RESTARTED``) naming where the whole answer is.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from saber.server.eventlog import LoggedEvent
 
 FAILED_CHAT_WHERE = "chat"
 """The ``where`` of the ``error`` event of a chat answer whose model failed (``saber.agent.generate``)."""
+
+ANSWER_RESTARTED = "answer_restarted"
+"""The error code of a stream whose answer was written again and does not continue what was sent."""
 
 
 def model_failure(events: list[LoggedEvent]) -> str | None:
@@ -112,6 +121,69 @@ class StreamedAnswer:
         if newline and head.strip() and continuation(head, self.sent) is not None:
             return newline + last  # the answer is what was streamed, cut, and a note
         return "\n\n" + answer if self.sent.strip() else answer
+
+
+@dataclass
+class CompletionText:
+    """What a streamed completion sends, over the attempts of its run (see the module's docstring)."""
+
+    attempt: StreamedAnswer = field(default_factory=StreamedAnswer)
+    sent: str = ""
+    """What the client holds."""
+    restarted: bool = False
+    written: str = ""
+    """What the current attempt would have sent, while it catches up with ``sent``."""
+    caught_up: bool = True
+    """The current attempt's text has reached the end of ``sent``: what it adds is sent as it comes."""
+    diverged: bool = False
+    """The current attempt's text does not continue ``sent``: nothing more is sent before ``done``."""
+
+    def on_event(self, event: LoggedEvent) -> str:
+        """The content to send for ``event`` (not ``done``)."""
+        if event.type == "start" and event.data.get("restarted"):
+            self.attempt, self.restarted, self.written = StreamedAnswer(), True, ""
+            self.caught_up, self.diverged = not self.sent, False
+            return ""
+        return self._send(self.attempt.on_event(event))
+
+    def finish(self, answer: str) -> str | None:
+        """What to send at ``done`` so that the client holds ``answer`` once; None when it cannot,
+        because the answer was written again and does not continue what the client holds."""
+        rest = self.attempt.finish(answer)
+        if not self.restarted:
+            return rest
+        continued = continuation(self.sent, answer)
+        if continued is not None:
+            return continued
+        return rest if self.caught_up else None
+
+    def _send(self, text: str) -> str:
+        if self.caught_up:
+            self.sent += text
+            return text
+        self.written += text
+        if self.diverged:
+            return ""
+        sent, written = _squeezed(self.sent), _squeezed(self.written)
+        if sent.startswith(written):
+            return ""  # the client holds this already
+        rest = continuation(self.sent, self.written) if written.startswith(sent) else None
+        if rest is None:
+            self.diverged = True
+            return ""
+        self.caught_up = True
+        self.sent += rest
+        return rest
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def restarted_error(task_id: str) -> str:
+    return (f"the worker writing this answer stopped after sending part of it, and the answer written again "
+            f"does not continue that part (a stream cannot take text back): the whole answer is at "
+            f"GET /api/tasks/{task_id}")
 
 
 def error_chunk(message: str, code: str) -> dict[str, Any]:

@@ -40,7 +40,9 @@ async def list_tasks(agent: AgentDep, runs: RunsDep, user: UserDep) -> list[Task
     for t in checkpointed:
         out[t["task_id"]] = TaskSummary(task_id=t["task_id"], status=t["status"], user_id=t["user_id"],
                                         query=t["query"], live=False)
-    for run in runs.runs_of(user):
+    mine = runs.runs_of(user)
+    await runs.refresh(mine)
+    for run in mine:
         s = run.summary()
         known = out.get(run.task_id)
         status = str(s["status"]) if known is None or not run.finished else known.status
@@ -93,8 +95,8 @@ async def resume_task(task_id: str, request: Request, agent: AgentDep, runs: Run
         await runs.start(run, source, spec={})
     except ValueError as exc:
         raise ApiError(409, "conflict", str(exc)) from None
-    start = run.log.events[0].data if run.log.events else {}
-    run.query = str(start.get("query", ""))
+    if run.log.events:  # in this process its start is logged already, naming the checkpoint's query
+        run.query = str(run.log.events[0].data.get("query", ""))
     return stream_run(request, runs, run, owns_task=True)
 
 
