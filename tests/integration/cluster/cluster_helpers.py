@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from saber.testing import FakeOpenAIServer
 
 HERE = Path(__file__).parent
 REDIS_URL = os.environ.get("SABER_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -163,3 +166,17 @@ def task_status(api: str, task_id: str, user: str) -> dict[str, Any]:
         if detail.get("status") not in ("queued", "running"):
             return detail
         time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def small_cluster(tmp_path: Path, pgvector_url: str, redis_prefix: str,
+                  reply: Callable[[dict[str, Any]], Any]) -> Iterator[Cluster]:
+    """A cluster (no process started yet) whose model answers every call with ``reply``; stopped after."""
+    with FakeOpenAIServer([reply] * 500) as llm:
+        env = cluster_env(pgvector_url=pgvector_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
+                          witness=tmp_path / "witness.jsonl", cluster_lease=3, graph_checkpoint_lease=3)
+        c = Cluster(tmp_path, env)
+        try:
+            yield c
+        finally:
+            c.stop()

@@ -8,23 +8,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cluster_helpers import REDIS_URL, Cluster, cluster_env, free_port, plan_reply, sse
-
-from saber.testing import FakeOpenAIServer
+from cluster_helpers import Cluster, free_port, plan_reply, small_cluster, sse
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
 def cluster(tmp_path: Path, pgvector_url: str, redis_prefix: str) -> Iterator[Cluster]:
-    with FakeOpenAIServer([plan_reply] * 500) as llm:
-        env = cluster_env(pgvector_url=pgvector_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
-                          witness=tmp_path / "witness.jsonl", cluster_lease=3, graph_checkpoint_lease=3)
-        c = Cluster(tmp_path, env)
-        try:
-            yield c
-        finally:
-            c.stop()
+    with small_cluster(tmp_path, pgvector_url, redis_prefix, plan_reply) as c:
+        yield c
 
 
 def test_a_request_runs_on_a_worker_and_streams_from_any_node(cluster: Cluster) -> None:

@@ -13,31 +13,22 @@ import httpx
 import openai
 import pytest
 from cluster_helpers import (
-    REDIS_URL,
     SLOW_ANSWER,
     Cluster,
-    cluster_env,
     slow_answer_reply,
+    small_cluster,
     sse,
     sse_lines,
     task_status,
 )
-
-from saber.testing import FakeOpenAIServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
 def cluster(tmp_path: Path, pgvector_url: str, redis_prefix: str) -> Iterator[Cluster]:
-    with FakeOpenAIServer([slow_answer_reply] * 500) as llm:
-        env = cluster_env(pgvector_url=pgvector_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
-                          witness=tmp_path / "witness.jsonl", cluster_lease=3, graph_checkpoint_lease=3)
-        c = Cluster(tmp_path, env)
-        try:
-            yield c
-        finally:
-            c.stop()
+    with small_cluster(tmp_path, pgvector_url, redis_prefix, slow_answer_reply) as c:
+        yield c
 
 
 def test_a_client_that_hangs_up_cancels_its_task(cluster: Cluster) -> None:

@@ -14,9 +14,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from cluster_helpers import REDIS_URL, SLOW_ANSWER, Cluster, cluster_env, slow_answer_reply, sse, task_status
-
-from saber.testing import FakeOpenAIServer
+from cluster_helpers import SLOW_ANSWER, Cluster, slow_answer_reply, small_cluster, sse, task_status
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -42,14 +40,8 @@ class Replies:
 
 @pytest.fixture
 def cluster(tmp_path: Path, pgvector_url: str, redis_prefix: str) -> Iterator[Cluster]:
-    with FakeOpenAIServer([Replies()] * 500) as llm:
-        env = cluster_env(pgvector_url=pgvector_url, redis_url=REDIS_URL, prefix=redis_prefix, llm_url=llm.base_url,
-                          witness=tmp_path / "witness.jsonl", cluster_lease=3, graph_checkpoint_lease=3)
-        c = Cluster(tmp_path, env)
-        try:
-            yield c
-        finally:
-            c.stop()
+    with small_cluster(tmp_path, pgvector_url, redis_prefix, Replies()) as c:
+        yield c
 
 
 def test_streams_after_a_worker_died_mid_answer(cluster: Cluster) -> None:
