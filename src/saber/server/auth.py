@@ -115,8 +115,13 @@ class KeyGate:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
-        scheme, _, key = header.partition(" ")
+        given = [v.decode("latin-1") for k, v in scope.get("headers") or [] if k.lower() == b"authorization"]
+        if len(given) > 1:  # which one counts would depend on the code reading them: neither does
+            response = error_response(400, "bad_request", f"{len(given)} Authorization headers: send exactly one",
+                                      str(state.get("request_id", "")))
+            await response(scope, receive, send)
+            return
+        scheme, _, key = (given[0] if given else "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             message = "missing API key: send 'Authorization: Bearer <key>'"
         else:

@@ -141,7 +141,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and exc.detail == _UNPARSED:  # named, and answered as malformed JSON is
-            return error_response(422, "invalid_request", _unparsed(exc.__cause__), request_id_of(request))
+            return error_response(422, "invalid_request", _unparsed(exc.__cause__), request_id_of(request),
+                                  openai=_openai(request))
         code = _STATUS_CODES.get(exc.status_code, "error")
         headers = dict(exc.headers or {})
         return error_response(exc.status_code, code, str(exc.detail), request_id_of(request), headers,

@@ -10,7 +10,7 @@ import anyio
 from fastapi import Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from saber.server.errors import ApiError
+from saber.server.errors import ApiError, shown
 from saber.server.runs import RunManager, TaskRun
 
 PING_SECONDS = 15.0
@@ -30,12 +30,18 @@ SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
 }
 
 
+MAX_EVENT_ID = 2**63 - 1
+
+
 def last_event_id(request: Request) -> int:
+    """The ``Last-Event-ID`` header: an event sequence number (ASCII digits only: ``str.isdigit``
+    takes ``'²'``, and ``int()`` refuses more than 4,300 digits), 0 when absent; else 400."""
     raw = request.headers.get("last-event-id", "").strip()
     if not raw:
         return 0
-    if not raw.isdigit():
-        raise ApiError(422, "invalid_request", f"Last-Event-ID: {raw[:40]!r} is not an event sequence number")
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= MAX_EVENT_ID):
+        raise ApiError(400, "bad_request", f"Last-Event-ID: {shown(raw)} is not an event sequence number "
+                                           f"(digits 0-9, at most {MAX_EVENT_ID})")
     return int(raw)
 
 

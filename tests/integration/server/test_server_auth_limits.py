@@ -102,7 +102,7 @@ def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., Live
     gone = httpx.get(f"{live.url}/api/tasks/{long_id}")
     assert_error(gone, 404, "not_found", "(5,000 characters) not found")
     assert len(gone.json()["error"]["message"]) < 400
-    assert_error(httpx.get(live.url + "/api/tasks/x/events", headers={"Last-Event-ID": "abc"}), 422, "invalid_request",
+    assert_error(httpx.get(live.url + "/api/tasks/x/events", headers={"Last-Event-ID": "abc"}), 400, "bad_request",
                  "Last-Event-ID")
     assert_error(httpx.get(live.url + "/nope"), 404, "not_found")
     assert_error(httpx.get(url), 405, "method_not_allowed")
