@@ -317,6 +317,13 @@ class Settings(BaseModel):
     """With API keys: the user ids that may manage MCP servers over the API."""
     server_keep_finished: int = Field(1000, ge=0)
     """Finished tasks whose event logs stay in memory for ``/api/tasks/{id}/events``."""
+    server_allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names the server answers to besides loopback ones and the address it listens on (a
+    DNS-rebinding guard): the public name behind a proxy; ``.example.com`` takes its subdomains
+    too, ``*`` any name. A page whose origin is one of these may also send requests that change things."""
+    server_keyless_admin: bool = False
+    """Without API keys: let callers manage MCP servers over the API (off, since any program
+    or page that reaches the port could otherwise start commands)."""
 
     # MCP servers ([[mcp.servers]] tables) and choosing among many tools
     mcp_servers: list[MCPServerConfig] = Field(default_factory=list)

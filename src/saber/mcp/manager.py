@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 ToolsChanged = Callable[[], None]
 
 
+class NotConnected(Exception):
+    """A server added to be saved did not connect: it is not added."""
+
+
 class MCPManager:
     def __init__(
         self,
@@ -123,35 +127,49 @@ class MCPManager:
         return out
 
     async def add(self, config: MCPServerConfig, *, wait: bool = True, save_to: Path | None = None) -> dict[str, Any]:
-        """Add a server at run time and connect it (waiting up to ``startup_timeout`` when ``wait``);
-        with ``save_to`` (a saber.toml) it is also written there, so it is back after a restart."""
+        """Add a server at run time and connect it (waiting up to ``startup_timeout`` when ``wait``).
+
+        With ``save_to`` (a saber.toml) it is written there too, so it is back after a restart,
+        but only once it has connected (a disabled one at once): a server that does not connect
+        is stopped and forgotten, and ``NotConnected`` says why; nothing is written."""
         if config.name in self.configs:
             raise ValueError(f"an MCP server named {config.name!r} already exists")
-        if save_to is not None:
-            from saber.mcp.toml_edit import add_server
-
-            add_server(save_to, config)
         self.configs[config.name] = config
-        if config.enabled:
-            connection = self._connect(config)
-            if wait:
-                await self._wait([connection])
+        try:
+            if config.enabled:
+                connection = self._connect(config)
+                if wait or save_to is not None:
+                    await self._wait([connection])
+                if save_to is not None and connection.state != "ready":
+                    raise NotConnected(f"MCP server {config.name!r} did not connect "
+                                       f"({connection.error or connection.state}): it was not added")
+            if save_to is not None:
+                from saber.mcp.toml_edit import add_server
+
+                await asyncio.to_thread(add_server, save_to, config)
+        except BaseException:
+            await self._forget(config.name)
+            raise
         return next(s for s in self.list() if s["name"] == config.name)
 
-    async def remove(self, name: str, *, save_to: Path | None = None) -> bool:
-        """Disconnect the server and drop its tools (and its entry in ``save_to``, a saber.toml);
-        False when there is no such server."""
-        if self.configs.pop(name, None) is None:
-            return False
-        if save_to is not None:
-            from saber.mcp.toml_edit import remove_server
-
-            remove_server(save_to, name)
+    async def _forget(self, name: str) -> None:
+        self.configs.pop(name, None)
         connection = self.connections.pop(name, None)
         if connection is not None:
             await connection.stop()
         self._unregister(name)
         self._notify()
+
+    async def remove(self, name: str, *, save_to: Path | None = None) -> bool:
+        """Disconnect the server and drop its tools (and its entry in ``save_to``, a saber.toml);
+        False when there is no such server."""
+        if name not in self.configs:
+            return False
+        if save_to is not None:
+            from saber.mcp.toml_edit import remove_server
+
+            await asyncio.to_thread(remove_server, save_to, name)
+        await self._forget(name)
         return True
 
     async def test(self, name: str) -> dict[str, Any]:
