@@ -16,6 +16,7 @@ from saber.cluster.serving import start_cluster
 from saber.config import Settings
 from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
+from saber.server.hostguard import AllowedHosts, HostOriginGuard
 from saber.server.middleware import RequestContext
 from saber.server.owners import move_legacy_owners
 from saber.server.routes import approvals, chat, documents, mcp, memory, openai, status, tasks
@@ -26,10 +27,11 @@ from saber.server.webui import mount_web_ui
 log = logging.getLogger(__name__)
 
 
-def create_app(agent: Agent | None = None, settings: Settings | None = None) -> FastAPI:
+def create_app(agent: Agent | None = None, settings: Settings | None = None, *, bound_host: str | None = None) -> FastAPI:
     """The ASGI app. Without ``agent`` one is built from ``settings`` (or saber.toml and the
     environment) when the app starts, off the event loop, and closed when it stops; an agent
-    passed in stays the caller's to close."""
+    passed in stays the caller's to close. ``bound_host``: the address given to ``saber serve``,
+    a ``Host`` the app answers to besides loopback names and ``server.allowed_hosts``."""
     settings = settings or (agent.settings if agent is not None else Settings.load())
     keys = KeyRing.from_settings(settings)
 
@@ -77,6 +79,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None) -> 
         return upload_limit if path.rstrip("/") == "/api/documents" else settings.server_max_body_bytes
 
     app.add_middleware(KeyGate, keys=keys)
+    app.add_middleware(HostOriginGuard, hosts=AllowedHosts(settings.server_allowed_hosts, bound_host))
     app.add_middleware(HttpMetrics)
     app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
     for router in (chat.router, tasks.router, approvals.router, mcp.router, documents.router, memory.router, status.router, openai.router):

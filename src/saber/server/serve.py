@@ -178,7 +178,7 @@ def serve_command(
     except OSError as exc:
         raise CLIError(str(exc)) from None
     port = sock.getsockname()[1]
-    app = create_app(settings=settings)
+    app = create_app(settings=settings, bound_host=host)
     app.state.with_worker = with_worker
     mode = "API keys" if keys.enabled else "local, no keys"
     run(app, host=host, port=port, grace=settings.server_shutdown_grace, sock=sock,
