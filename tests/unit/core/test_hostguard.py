@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from saber.config import Settings
 from saber.server.hostguard import AllowedHosts, split_host
 
 
@@ -22,3 +25,16 @@ def test_the_address_saber_serve_was_given_is_allowed_and_others_are_not() -> No
     assert hosts.allows("localhost", None) and hosts.allows("127.9.9.9", None) and hosts.allows("::1", None)
     assert not hosts.allows("evil.example", "10.0.0.5") and not hosts.allows("10.0.0.6", "10.0.0.5")
     assert not hosts.allows("localhost.evil.example", None)
+
+
+def test_allowed_hosts_and_keyless_admin_come_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv("SABER_HOME", str(tmp_path))
+    monkeypatch.setenv("SABER_SERVER_ALLOWED_HOSTS", "saber.example.com, .corp.example")
+    monkeypatch.setenv("SABER_SERVER_KEYLESS_ADMIN", "true")
+    settings = Settings.load()
+    assert settings.server_allowed_hosts == ["saber.example.com", ".corp.example"] and settings.server_keyless_admin
+    hosts = AllowedHosts(settings.server_allowed_hosts)
+    assert hosts.allows("ai.corp.example", None) and not hosts.allows("saber.example.com.evil", None)
+    monkeypatch.delenv("SABER_SERVER_KEYLESS_ADMIN")
+    assert not Settings.load().server_keyless_admin  # off unless said
