@@ -12,7 +12,7 @@ from saber.config import Settings, config_path
 from saber.mcp.manager import NotConnected
 from saber.server.auth import authenticate
 from saber.server.deps import AgentDep, SettingsDep
-from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
+from saber.server.errors import ERROR_RESPONSES, ApiError, ErrorBody, not_found, shown
 
 router = APIRouter(prefix="/api/mcp/servers", tags=["mcp"], responses=ERROR_RESPONSES)
 
@@ -37,7 +37,8 @@ async def list_servers(request: Request, agent: AgentDep, settings: SettingsDep)
     return agent.mcp.list()
 
 
-@router.post("", status_code=201, summary="Add an MCP server (a [[mcp.servers]] entry as JSON) and connect it")
+@router.post("", status_code=201, summary="Add an MCP server (a [[mcp.servers]] entry as JSON) and connect it",
+             responses={502: {"model": ErrorBody, "description": "it did not connect: not added, nothing saved"}})
 async def add_server(body: dict[str, Any], request: Request, agent: AgentDep, settings: SettingsDep) -> dict[str, Any]:
     from pydantic import ValidationError
 
