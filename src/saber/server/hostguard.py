@@ -116,15 +116,16 @@ class HostOriginGuard:
     def _cross_site(self, headers: dict[bytes, list[str]], host: tuple[str, int | None] | None) -> tuple[str, str] | None:
         origins = headers.get(b"origin", [])
         site = (headers.get(b"sec-fetch-site") or [""])[0].strip().lower()
+        if site == "cross-site" or (site == "same-site" and not origins):
+            sent = f" (Origin {shown(origins[0].strip())})" if origins else ""
+            return "cross_site", (f"Sec-Fetch-Site: {site}{sent}: a request from another site's page may not "
+                                  "change anything here")
         if origins:
             origin = origins[0].strip()
             if len(origins) == 1 and self._same_origin(origin, host):
                 return None
             return "cross_site", (f"Origin {shown(origin)} is another site than this server's: a web page may not "
                                   f"change anything here (a page served under another name: add it to {_HOW})")
-        if site in ("cross-site", "same-site"):
-            return "cross_site", (f"Sec-Fetch-Site: {site}: a request from another site's page may not change "
-                                  "anything here")
         return None
 
     def _same_origin(self, origin: str, host: tuple[str, int | None] | None) -> bool:

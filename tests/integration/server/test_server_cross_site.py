@@ -70,6 +70,8 @@ def test_a_cross_site_origin_cannot_change_anything(serve: Callable[..., LiveSer
             assert_refused(client.delete("/api/memory", headers=headers), "cross_site")
             assert_refused(client.post("/api/tasks/x/cancel", headers=headers), "cross_site")
         assert client.get("/api/status", headers={"Origin": EVIL}).status_code == 200  # a read: the browser keeps it from the page
+        same_origin_but_cross_site = {"Origin": live.url, "Sec-Fetch-Site": "cross-site"}  # the browser's word wins
+        assert_refused(client.delete("/api/memory", headers=same_origin_but_cross_site), "cross_site", "Sec-Fetch-Site")
     assert not marker.exists() and not (tmp_path / "home" / "saber.toml").exists()
 
 
@@ -83,7 +85,7 @@ def test_a_cross_site_multipart_upload_plants_no_document(serve: Callable[..., L
     live = serve()
     with httpx.Client(base_url=live.url, timeout=30) as client:
         r = client.post("/api/documents", files=UPLOAD, headers=headers)
-        assert_refused(r, "cross_site", "Sec-Fetch-Site" if "Origin" not in headers else "Origin")
+        assert_refused(r, "cross_site", "Sec-Fetch-Site", *(["'https://evil.example'"] if "Origin" in headers else []))
         assert client.get("/api/documents").json() == []
 
 
