@@ -11,7 +11,8 @@ planner, the right parallel native tool calls for the ReAct loop, then the answe
 delay, and call the same local tools (``react_tools.py``, each with a backend's latency).
 
 Systems, side by side in one run (their order rotating from task to task):
-- saber-stream: ``Agent`` with ``planner_stream`` on (the default), routing as a user gets it;
+- saber-stream: ``Agent`` with ``planner_stream`` on (the default), in react mode (every task
+  planned; ``--route auto`` lets the rule router choose chat, tool or react as for a user);
 - saber-whole: the same with ``planner_stream`` off;
 - react: ``langgraph.prebuilt.create_react_agent`` over ``langchain_openai.ChatOpenAI``.
 
@@ -413,8 +414,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ttft-ms", type=float, default=80.0, help="model time to the first token")
     parser.add_argument("--prefill-ms", type=float, default=0.1, help="model time per prompt token")
     parser.add_argument("--latency-scale", type=float, default=1.0, help="multiplies every tool's latency")
-    parser.add_argument("--route", choices=("auto", "react"), default="auto",
-                        help="Saber's routing: as a user gets it, or every task planned (react mode)")
+    parser.add_argument("--route", choices=("react", "auto"), default="react",
+                        help="Saber's mode: every task planned (react, the default: the planner is what is compared), "
+                             "or routed as a user's request is (auto)")
     parser.add_argument("--no-mistakes", action="store_true", help="skip the mistaken oracle")
     args = parser.parse_args(argv)
     if args.quick and not args.tasks:
