@@ -257,12 +257,15 @@ def summary_table(outcomes: Sequence[Outcome], title: str) -> None:
 
 def purpose_table(outcomes: Sequence[Outcome]) -> None:
     purposes = sorted({c.kind for o in outcomes for c in o.calls})
-    print("\nmodel calls by purpose (as the oracle classified the requests)")
+    print("\nmodel calls by purpose (as the oracle classified the requests), and their mean prompt tokens")
     print("  " + f"{'system':13}" + "".join(f"{p:>12}" for p in purposes))
     for system in SYSTEMS:
-        counts = Counter(c.kind for o in outcomes if o.system == system for c in o.calls)
+        calls = [c for o in outcomes if o.system == system for c in o.calls]
+        counts = Counter(c.kind for c in calls)
         if counts:
             print("  " + f"{system:13}" + "".join(f"{counts[p]:>12}" for p in purposes))
+            prompt = {p: statistics.fmean([c.prompt_tokens for c in calls if c.kind == p] or [0]) for p in purposes}
+            print("  " + f"{'  prompt tok':13}" + "".join(f"{prompt[p]:>12.0f}" if counts[p] else f"{'':>12}" for p in purposes))
     modes = {s: Counter(o.mode for o in outcomes if o.system == s) for s in SYSTEMS[:2]}
     print("  Saber's routes: " + "; ".join(f"{s} " + ", ".join(f"{m} {n}" for m, n in c.most_common()) for s, c in modes.items()))
 
