@@ -45,7 +45,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import react_tools as tools
-from react_oracle import REACT_SYSTEM, Mistake, Oracle, Run, Speed, Task, completion_tokens, fill, load
+from react_oracle import (
+    REACT_SYSTEM,
+    Call,
+    Mistake,
+    Oracle,
+    Run,
+    Speed,
+    Task,
+    completion_tokens,
+    fill,
+    load,
+    plan_json,
+)
 from saber import Agent, Settings
 from saber.testing import FakeOpenAIServer
 
@@ -84,7 +96,7 @@ async def expected(task: Task) -> Expected:
             tool = tools.BY_NAME[node["tool"]]
             args = tool.validate(fill(node["params"], results))
             results[node["id"]] = str(await tool.run(args, validate=False))
-            call = (node["tool"], tools.key(node["tool"], args))
+            call = (node["tool"], tools.key(args))
             if node["race_group"]:
                 races.setdefault(node["race_group"], set()).add(call)
             else:
@@ -96,38 +108,50 @@ async def expected(task: Task) -> Expected:
 
 def critical_path(system: str, task: Task, exp: Expected, speed: Speed, scale: float) -> float:
     """The system's own oracle sequence: its model calls (first token and generated tokens, no
-    prefill) and the tool latencies between them."""
-    latency = {n["id"]: tools.LATENCY[n["tool"]] * scale for n in task.plan}
+    prefill: prompts differ by system) and the tool latencies between them."""
     answer = speed.call(0, completion_tokens(task.answer, []))
     if not task.plan:
         return answer
+    latency = {n["id"]: tools.LATENCY[n["tool"]] * scale for n in task.plan}
     if system == "react":
-        level: dict[str, int] = {}
-        for n in task.plan:
-            level[n["id"]] = 1 + max((level[d] for d in n["depends_on"]), default=-1)
-        total = answer
-        for k in range(max(level.values()) + 1):
-            nodes = [n for n in task.plan if level[n["id"]] == k]
-            calls = [{"name": n["tool"], "arguments": str(fill(n["params"], exp.results))} for n in nodes]
-            total += speed.call(0, completion_tokens("", calls)) + max(latency[n["id"]] for n in nodes)
-        return total
+        return answer + _react_rounds(task, exp, speed, latency)
+    if task.kind == "single":
+        node = task.plan[0]
+        first = speed.call(0, completion_tokens("", [{"name": node["tool"], "arguments": json.dumps(node["params"])}]))
+    else:
+        first = speed.call(0, completion_tokens(plan_json(task.plan), []))
+    return first + _graph_makespan(task, latency) + answer
+
+
+def _react_rounds(task: Task, exp: Expected, speed: Speed, latency: dict[str, float]) -> float:
+    """One round per dependency level: the calls (arguments filled in), then the slowest of them."""
+    level: dict[str, int] = {}
+    for n in task.plan:
+        level[n["id"]] = 1 + max((level[d] for d in n["depends_on"]), default=-1)
+    total = 0.0
+    for k in range(max(level.values()) + 1):
+        nodes = [n for n in task.plan if level[n["id"]] == k]
+        calls = [{"name": n["tool"], "arguments": json.dumps(fill(n["params"], exp.results), ensure_ascii=False)}
+                 for n in nodes]
+        total += speed.call(0, completion_tokens("", calls)) + max(latency[n["id"]] for n in nodes)
+    return total
+
+
+def _graph_makespan(task: Task, latency: dict[str, float]) -> float:
+    """Each node starts when its dependencies finish; a race is over when its first member is."""
     finish: dict[str, float] = {}
     for n in task.plan:
         finish[n["id"]] = max((finish[d] for d in n["depends_on"]), default=0.0) + latency[n["id"]]
-    groups: dict[str, float] = {}
-    for n in task.plan:
-        if n["race_group"]:
-            groups[n["race_group"]] = min(groups.get(n["race_group"], float("inf")), finish[n["id"]])
-    chain = max([f for n in task.plan if not n["race_group"] for f in [finish[n["id"]]]] + list(groups.values()))
-    if task.kind == "single":
-        first = speed.call(0, completion_tokens("", [{"name": task.plan[0]["tool"], "arguments": str(task.plan[0]["params"])}]))
-    else:
-        first = speed.call(0, completion_tokens(json.dumps(task.plan, ensure_ascii=False), []))
-    return first + chain + answer
+    ends = [finish[n["id"]] for n in task.plan if not n["race_group"]]
+    for group in {n["race_group"] for n in task.plan if n["race_group"]}:
+        ends.append(min(finish[n["id"]] for n in task.plan if n["race_group"] == group))
+    return max(ends)
 
 
 @dataclass
 class Outcome:
+    """One system's run of one task."""
+
     system: str
     task: Task
     mistake: Mistake | None
@@ -136,7 +160,7 @@ class Outcome:
     exact_ok: bool
     wall: float
     critical: float
-    calls: list[Any]
+    calls: list[Call]
     round: int = 0
     mode: str = ""
     error: str = ""
@@ -152,6 +176,8 @@ class Outcome:
 
 @dataclass
 class Bench:
+    """The systems under test, one fake endpoint and its oracle."""
+
     server: FakeOpenAIServer
     oracle: Oracle
     speed: Speed
@@ -206,7 +232,7 @@ class Bench:
         return mode, wall
 
 
-def _calls(run: Run) -> list[Any]:
+def _calls(run: Run) -> list[Call]:
     with run.lock:
         return list(run.calls)
 

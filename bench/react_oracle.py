@@ -213,6 +213,11 @@ def _cut(text: str, keep: float) -> str:
     return text[: max(1, int(len(text) * keep))]
 
 
+def plan_json(plan: Sequence[Mapping[str, Any]]) -> str:
+    """A plan as the oracle writes it for Saber's planner."""
+    return json.dumps([_node_json(n) for n in plan], ensure_ascii=False)
+
+
 def plan_text(run: Run) -> tuple[str, list[dict[str, Any]], str | None]:
     """The plan, with the run's mistake made in it (once)."""
     nodes = [_node_json(n) for n in run.task.plan]

@@ -42,19 +42,20 @@ class Recorder:
 CALLS = Recorder()
 
 
-def key(name: str, args: dict[str, Any]) -> str:
+def key(args: dict[str, Any]) -> str:
+    """The canonical text of a call's arguments, by which calls are compared."""
     return json.dumps(args, ensure_ascii=False, sort_keys=True)
 
 
 async def _timed(name: str, args: dict[str, Any], compute: Any) -> str:
     """Record the call, wait the backend's latency, then compute (a failure is recorded as such)."""
     index = len(CALLS.calls)
-    CALLS.calls.append((name, key(name, args), True))
+    CALLS.calls.append((name, key(args), True))
     await asyncio.sleep(LATENCY[name] * CALLS.scale)
     try:
         return str(compute())
     except ToolError:
-        CALLS.calls[index] = (name, key(name, args), False)
+        CALLS.calls[index] = (name, key(args), False)
         raise
 
 
