@@ -188,6 +188,8 @@ class Bench:
     runs: int = 0
     route: Any = None
     """Saber's mode: None routes as a user's request is routed; "react" plans every task."""
+    one_user: bool = False
+    """All tasks as one user (history and batched memory work carry over), not a new user each."""
 
     async def start(self) -> None:
         for system, streamed in (("saber-stream", True), ("saber-whole", False)):
@@ -223,7 +225,8 @@ class Bench:
 
     async def _saber(self, agent: Agent, task: Task, start: float) -> tuple[str, float]:
         mode, wall = "", 0.0
-        async for event in agent.stream(task.query, user_id=f"bench-{self.runs}", mode=self.route):
+        user = "bench" if self.one_user else f"bench-{self.runs}"
+        async for event in agent.stream(task.query, user_id=user, mode=self.route):
             if event.type == "route":
                 mode = event.data["mode"]
             elif event.type == "done":
@@ -381,7 +384,7 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="saber-react-bench-") as tmp:
         async with FakeOpenAIServer([oracle] * 100_000, model="oracle") as server:
             bench = Bench(server=server, oracle=oracle, speed=speed, scale=args.latency_scale, home=Path(tmp),
-                          route=None if args.route == "auto" else "react")
+                          route=None if args.route == "auto" else "react", one_user=args.one_user)
             await bench.start()
             try:
                 clean, mistaken = await _rounds(bench, tasks, mistakes, exp, args.repeat)
@@ -446,6 +449,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--route", choices=("react", "auto"), default="react",
                         help="Saber's mode: every task planned (react, the default: the planner is what is compared), "
                              "or routed as a user's request is (auto)")
+    parser.add_argument("--one-user", action="store_true",
+                        help="Saber serves every task to one user (history carries over; the ReAct loop keeps none)")
     parser.add_argument("--no-mistakes", action="store_true", help="skip the mistaken oracle")
     args = parser.parse_args(argv)
     if args.quick and not args.tasks:
