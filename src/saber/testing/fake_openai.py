@@ -50,6 +50,11 @@ class FakeReply:
     """Seconds before the response starts."""
     chunk_delay: float = 0.0
     """Seconds between streamed chunks."""
+    token_delay: float = 0.0
+    """Seconds per generated token (characters / 4, as the default usage counts), as a model decodes:
+    a streamed chunk is sent once its own tokens are "generated", a plain reply once all of them
+    are (after ``delay``, which stands for the time to the first token). Tool-call names and
+    arguments count as generated text."""
     usage: Usage | None = None
     """Defaults to a rough count (characters / 4)."""
     finish_reason: str | None = None
@@ -244,6 +249,8 @@ class FakeOpenAIServer:
             return self._send_error(handler, 400, f"FakeOpenAIServer: no reply queued for request #{number}", "no_reply_queued")
         if not self._wait(handler, reply.delay):
             return None
+        if not body.get("stream") and reply.status < 400 and not self._wait(handler, _generation_time(reply)):
+            return None
         if reply.status >= 400:
             return self._send_error(handler, reply.status, reply.error or f"scripted error {reply.status}", "scripted_error")
         if body.get("stream"):
@@ -310,6 +317,8 @@ class FakeOpenAIServer:
             # chunk_delay applies between content chunks, not after the opening role chunk.
             for position, event in enumerate(self._stream_events(body, reply, number)):
                 if position > 1 and not self._wait(handler, reply.chunk_delay):
+                    return
+                if reply.token_delay and not self._wait(handler, reply.token_delay * _event_chars(event) / 4):
                     return
                 writer.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n")
             writer.write("data: [DONE]\n\n")
@@ -464,6 +473,31 @@ def _usage(body: dict[str, Any], reply: FakeReply) -> dict[str, int]:
         prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages", []) if isinstance(m, dict))
         usage = Usage(prompt_tokens=max(1, prompt // 4), completion_tokens=max(1, len(reply.text) // 4))
     return usage.to_dict()
+
+
+def _generation_time(reply: FakeReply) -> float:
+    """Seconds a plain (not streamed) reply takes to generate at ``reply.token_delay``."""
+    if not reply.token_delay:
+        return 0.0
+    chars = len(reply.text)
+    for position, call in enumerate(reply.tool_calls):
+        function = _wire_call(call, position, omit_id=True)["function"]
+        arguments = function["arguments"]
+        chars += len(function["name"]) + len(arguments if isinstance(arguments, str) else json.dumps(arguments))
+    return reply.token_delay * chars / 4
+
+
+def _event_chars(event: Mapping[str, Any]) -> int:
+    """Characters of generated text in one stream event: content, tool-call names and arguments."""
+    chars = 0
+    for choice in event.get("choices") or ():
+        delta = choice.get("delta") or {}
+        chars += len(delta.get("content") or "")
+        for call in delta.get("tool_calls") or ():
+            function = call.get("function") or {}
+            arguments = function.get("arguments") or ""
+            chars += len(function.get("name") or "") + len(arguments if isinstance(arguments, str) else json.dumps(arguments))
+    return chars
 
 
 def _pieces(text: str) -> list[str]:
