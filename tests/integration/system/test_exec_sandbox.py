@@ -14,6 +14,7 @@ import pytest
 from saber.config import Settings
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
+from saber.tools.system.sandbox import sandbox_uid
 
 pytestmark = pytest.mark.slow
 
@@ -143,3 +144,14 @@ async def test_a_read_only_workspace(home: Path) -> None:
     tool = exec_for(home, exec_workspace_write=False)
     out = await tool.run({"command": "sh -c 'echo x > /workspace/x.txt'"})
     assert out["exit_code"] != 0 and not (home / "workspace" / "x.txt").exists()
+
+
+async def test_no_user_namespace_can_be_made_inside(home: Path) -> None:
+    """In a user namespace of its own the command would be root again (mounts, remapped files)."""
+    tool = exec_for(home)
+    out = await tool.run({"command": "unshare --user --map-root-user id -u"})
+    assert out["exit_code"] != 0 and out["stdout"] == "", out
+    out = await tool.run({"command": ["python3", "-c", "import os; os.unshare(os.CLONE_NEWUSER); print('made')"]})
+    assert out["exit_code"] != 0 and "made" not in out["stdout"], out
+    out = await tool.run({"command": "id -u"})
+    assert out["stdout"] == f"{sandbox_uid()}\n" and out["exit_code"] == 0

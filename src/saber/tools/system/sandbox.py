@@ -77,7 +77,13 @@ def sandbox_uid() -> int:
 def command_line(argv: list[str], box: Confinement, cwd: str = SANDBOX_HOME) -> list[str]:
     """The full command line. As root, bubblewrap builds the namespaces and ``setpriv`` then drops
     to ``nobody`` with no capabilities, so the process limit (counted per real user, ignored for
-    root) holds; as another user, bubblewrap runs in a user namespace of its own."""
+    root) holds; as another user, bubblewrap runs in a user namespace of its own.
+
+    Either way the command cannot make user namespaces of its own (``--disable-userns``, which
+    needs bubblewrap 0.8 and ``--unshare-user``): in one it would be root again and could mount,
+    remap the filesystem and reach kernel code otherwise out of its reach. As root the user
+    namespace is made by a second bubblewrap run as ``nobody``, after the drop: a user namespace
+    made by root would map ``nobody`` to nothing, so the drop could not happen inside it."""
     prlimit = prlimit_argv(box.limits, sandbox_uid())
     if os.geteuid() == 0:
         drop = [_which("setpriv"), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--bounding-set=-all",
@@ -85,8 +91,12 @@ def command_line(argv: list[str], box: Confinement, cwd: str = SANDBOX_HOME) -> 
         namespaces = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not box.network:
             namespaces.append("--unshare-net")
-        return [_which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *drop, *prlimit, *argv]
-    namespaces = ["--unshare-all", "--cap-drop", "ALL"] + (["--share-net"] if box.network else [])
+        no_userns = [_which("bwrap"), "--die-with-parent", "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
+                     "--chdir", cwd, "--"]
+        return [_which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *drop, *prlimit,
+                *no_userns, *argv]
+    namespaces = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    namespaces += ["--share-net"] if box.network else []
     return [*prlimit, _which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *argv]
 
 
