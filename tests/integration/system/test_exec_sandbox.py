@@ -133,7 +133,9 @@ async def test_memory_and_cpu_limits(home: Path) -> None:
 def test_the_allow_list_decides_what_asks_first(home: Path) -> None:
     tool = exec_for(home)
     assert tool.approval_reason({"command": "ls -la"}) is None
-    assert tool.approval_reason({"command": "python3 -c 'print(1)'"}) is None
+    assert tool.approval_reason({"command": "find . -name '*.txt'"}) is None
+    assert tool.approval_reason({"command": "find . -delete"}) == "find with -delete: it may write, delete or run a program"
+    assert tool.approval_reason({"command": "python3 -c 'print(1)'"}) == "python3 is not on the allow-list"
     assert tool.approval_reason({"command": "python3 script.py"}) == "python3 is not on the allow-list"
     assert tool.approval_reason({"command": "rm -rf /workspace"}) == "rm is not on the allow-list"
     shell = exec_for(home, exec_shell=True)
@@ -155,3 +157,14 @@ async def test_no_user_namespace_can_be_made_inside(home: Path) -> None:
     assert out["exit_code"] != 0 and "made" not in out["stdout"], out
     out = await tool.run({"command": "id -u"})
     assert out["stdout"] == f"{sandbox_uid()}\n" and out["exit_code"] == 0
+
+
+async def test_an_allowed_name_runs_the_system_binary_not_a_workspace_file(home: Path) -> None:
+    tool = exec_for(home)
+    planted = home / "workspace" / "ls"
+    planted.write_text("#!/bin/sh\necho planted ran\n", encoding="utf-8")
+    planted.chmod(0o755)
+    assert tool.approval_reason({"command": "ls"}) is None
+    out = await tool.run({"command": "ls"})
+    assert out["exit_code"] == 0 and "planted ran" not in out["stdout"] and "ls" in out["stdout"].split()
+    assert tool.approval_reason({"command": "./ls"}) == "./ls is a file in the workspace, not a program of the system"

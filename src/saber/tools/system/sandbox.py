@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SANDBOX_HOME = "/workspace"
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` inside the sandbox (and for an unconfined command): no folder of the workspace on it."""
 NOBODY = 65534
 
 
@@ -133,7 +135,7 @@ def _mounts(box: Confinement, cwd: str) -> list[str]:
     out += ["--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp", "--perms", "01777", "--tmpfs", "/var/tmp",
             "--bind" if box.workspace_writable else "--ro-bind", str(box.workspace), SANDBOX_HOME,
             "--chdir", cwd,
-            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", SANDBOX_HOME,
+            "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", SANDBOX_HOME,
             "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
             "--"]
     return out
@@ -160,7 +162,7 @@ async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path) -
         full = command_line(argv, box, inner)
     else:
         full = prlimit_argv(limits, os.geteuid()) + argv
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(cwd)}
+    env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(cwd)}
     try:
         proc = await asyncio.create_subprocess_exec(
             *full, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
