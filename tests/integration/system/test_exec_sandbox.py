@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from saber.config import Settings
+from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, TaskGraph
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
 from saber.tools.system.sandbox import sandbox_uid
@@ -168,3 +169,16 @@ async def test_an_allowed_name_runs_the_system_binary_not_a_workspace_file(home:
     out = await tool.run({"command": "ls"})
     assert out["exit_code"] == 0 and "planted ran" not in out["stdout"] and "ls" in out["stdout"].split()
     assert tool.approval_reason({"command": "./ls"}) == "./ls is a file in the workspace, not a program of the system"
+
+
+async def test_a_timed_out_command_runs_once_and_reports_its_own_timeout(home: Path) -> None:
+    """exec.timeout equal to the graph's step timeout (as by default): the command's own limit
+    fires first, and the command is not run again."""
+    tool = exec_for(home, exec_timeout=1.0)
+    command = ["sh", "-c", "echo ran >> runs.txt; sleep 30"]
+    graph = TaskGraph([Node(id="n1", tool="exec_command", params={"command": command})])
+    result = await GraphRuntime(graph, {"exec_command": tool}, GraphConfig(step_timeout=1.0, retry_delay=0.0)).run()
+    node = result.nodes["n1"]
+    assert (home / "workspace" / "runs.txt").read_text(encoding="utf-8") == "ran\n"
+    assert node.status is NodeStatus.DONE and node.attempts == 1
+    assert node.result["note"] == "timed out after 1 s: the command was stopped"

@@ -104,4 +104,7 @@ def exec_tool(workspace: Workspace, policy: CommandPolicy) -> Tool:
         }, "required": ["command"]},
         execute,
     )
-    return dataclasses.replace(described, requires_approval=needs_approval)
+    # Not idempotent: a command stopped at its timeout may have done part of its work. Its own
+    # wall-time limit fires before the graph's step timeout and is reported in its result.
+    return dataclasses.replace(described, requires_approval=needs_approval, idempotent=False,
+                               timeout=policy.limits.wall_seconds)

@@ -89,7 +89,7 @@ def file_tools(workspace: Workspace, limits: FileLimits | None = None, *, write:
 
     tools = [read_file, list_dir, search_files]
     if write:
-        @tool(requires_approval=True)
+        @tool(requires_approval=True, idempotent=False)
         async def write_file(path: str, content: str) -> str:
             """Write a text file in the workspace (UTF-8), creating folders as needed; replaces an
             existing file.
