@@ -94,6 +94,8 @@ async def test_list_dir_and_search_files(ws: Path, ripgrep: bool, monkeypatch: p
     assert found.strip() == "notes/a.txt:3:gamma"
     chinese = await tools["search_files"].run({"pattern": "第二"})
     assert "zh.txt:2:第二行" in chinese
+    assert (await tools["search_files"].run({"pattern": "beta", "path": "notes"})).strip() == "notes/a.txt:2:beta"
+    assert (await tools["search_files"].run({"pattern": "beta", "path": "notes/a.txt"})).strip() == "notes/a.txt:2:beta"
     assert (await tools["search_files"].run({"pattern": "nothing-here"})).startswith("no match")
     with pytest.raises(ToolArgumentError, match="pattern"):
         await tools["search_files"].run({"pattern": "(unclosed"})
@@ -178,7 +180,7 @@ async def test_a_folder_swapped_for_a_symlink_after_the_check_is_refused(ws: Pat
     outside.mkdir()
     (outside / "f.txt").write_text("outside secret", encoding="utf-8")
     for action, args in [("write_file", {"path": "d/f.txt", "content": "planted"}), ("read_file", {"path": "d/f.txt"}),
-                         ("list_dir", {"path": "d"})]:
+                         ("list_dir", {"path": "d"}), ("search_files", {"pattern": "secret", "path": "d"})]:
         (ws / "d").mkdir()
         (ws / "d" / "f.txt").write_text("inside", encoding="utf-8")
         tools = {t.name: t for t in file_tools(SwappingWorkspace(ws, outside), write=True)}

@@ -185,39 +185,52 @@ def _search(pattern: str, compiled: re.Pattern[str], path: Path, root: Path, glo
 
 def _search_rg(rg: str, pattern: str, path: Path, root: Path, glob: str | None) -> list[str]:
     """ripgrep: linear-time regexes (no catastrophic backtracking), skips binary files, no symlinks.
-    Lines of a file with another hard link are dropped (``safe_open``)."""
-    argv = [rg, "--line-number", "--no-heading", "--null", "--color=never", "--max-columns", str(MAX_LINE),
+    It runs in the folder opened without following symlinks (``safe_open``), and lines of a file
+    with another hard link are dropped."""
+    folder, target = (path, ".") if path.is_dir() else (path.parent, path.name)
+    argv = [rg, "--line-number", "--with-filename", "--no-heading", "--null", "--color=never", "--max-columns", str(MAX_LINE),
             "--max-columns-preview", "--max-count", str(MAX_MATCHES), "--encoding", "auto", "-e", pattern]
     if glob:
         argv += ["--glob", glob]
-    argv.append(str(path))
-    out = _rg_lines(argv, root)
-    if not pattern.isascii():
-        # ASCII patterns match GB18030 files byte for byte; others need the files decoded as GB18030.
-        seen = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out if line.count(":") >= 2}
-        gb = [a if a != "auto" else "gb18030" for a in argv]
-        out += [line for line in _rg_lines(gb, root) if ":".join(line.split(":", 2)[:2]) not in seen and "\ufffd" not in line]
+    argv += ["--", target]
+    with open_folder(root, folder, folder.relative_to(root).as_posix() or ".") as fd:
+        place = _Place(fd=fd, shown=folder.relative_to(root))
+        out = _rg_lines(argv, place)
+        if not pattern.isascii():
+            # ASCII patterns match GB18030 files byte for byte; others need the files decoded as GB18030.
+            seen = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out if line.count(":") >= 2}
+            gb = [a if a != "auto" else "gb18030" for a in argv]
+            out += [line for line in _rg_lines(gb, place)
+                    if ":".join(line.split(":", 2)[:2]) not in seen and "\ufffd" not in line]
     return out
 
 
-def _rg_lines(argv: list[str], root: Path) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class _Place:
+    fd: int
+    """The folder searched, opened."""
+    shown: Path
+    """Its path relative to the root."""
+
+
+def _rg_lines(argv: list[str], place: _Place) -> list[str]:
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=30, cwd=root, check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=30, cwd=f"/proc/self/fd/{place.fd}",
+                              pass_fds=(place.fd,), check=False)
     except subprocess.TimeoutExpired:
         raise ToolError("search_files: the search took over 30 s; narrow the path or the pattern", retryable=False) from None
     if done.returncode not in (0, 1):
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ToolError(f"search_files: {message[0] if message else 'ripgrep failed'}")
     out = []
-    checked: dict[str, bool] = {}
+    checked: dict[bytes, bool] = {}
     for raw in done.stdout.splitlines():
         name, _, rest = raw.partition(b"\0")
-        file = os.fsdecode(name)
-        if file not in checked:
-            checked[file] = single_link_file(root / file)
-        if not checked[file]:
+        if name not in checked:
+            checked[name] = single_link_file(name, dir_fd=place.fd)
+        if not checked[name]:
             continue
-        shown = Path(os.path.abspath(root / file)).relative_to(root).as_posix()
+        shown = (place.shown / os.path.normpath(os.fsdecode(name))).as_posix()
         out.append(f"{shown}:{rest.decode('utf-8', 'replace')}")
         if len(out) > MAX_MATCHES:
             break

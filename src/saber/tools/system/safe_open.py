@@ -110,10 +110,10 @@ def open_regular(root: Path, real: Path, shown: str) -> Iterator[BinaryIO]:
         yield f
 
 
-def single_link_file(path: Path) -> bool:
+def single_link_file(path: Path | bytes, *, dir_fd: int | None = None) -> bool:
     """A regular file (not a symlink) with one link: what a search may show lines of."""
     try:
-        info = os.lstat(path)
+        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:
         return False
     return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
