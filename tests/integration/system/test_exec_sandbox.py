@@ -182,3 +182,20 @@ async def test_a_timed_out_command_runs_once_and_reports_its_own_timeout(home: P
     assert (home / "workspace" / "runs.txt").read_text(encoding="utf-8") == "ran\n"
     assert node.status is NodeStatus.DONE and node.attempts == 1
     assert node.result["note"] == "timed out after 1 s: the command was stopped"
+
+
+def test_a_bubblewrap_without_disable_userns_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap before 0.8 cannot stop user namespaces: exec_command is then not registered."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "bwrap"
+    old.write_text("#!/bin/sh\necho 'bwrap: Unknown option --disable-userns' >&2\nexit 1\n", encoding="utf-8")
+    old.chmod(0o755)
+    for name in ("prlimit", "setpriv"):
+        real = shutil.which(name)
+        assert real is not None
+        (bin_dir / name).symlink_to(real)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    got = system_tools(Settings(home=tmp_path / "home", exec_enabled=True))
+    assert "exec_command" not in [t.name for t in got.tools]
+    assert any("bubblewrap is too old: 0.8 or later" in note for note in got.notes), got.notes

@@ -67,7 +67,11 @@ def check_bwrap() -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap cannot run: {exc}"
     if done.returncode != 0:
-        return f"bubblewrap cannot create a sandbox here: {done.stderr.decode('utf-8', 'replace').strip()[:200]}"
+        said = done.stderr.decode("utf-8", "replace").strip()
+        if "disable-userns" in said:
+            return ("bubblewrap is too old: 0.8 or later is needed to keep commands from making user namespaces "
+                    f"(--disable-userns): {said[:200]}")
+        return f"bubblewrap cannot create a sandbox here: {said[:200]}"
     return None
 
 
