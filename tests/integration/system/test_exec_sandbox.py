@@ -199,3 +199,11 @@ def test_a_bubblewrap_without_disable_userns_is_not_used(tmp_path: Path, monkeyp
     got = system_tools(Settings(home=tmp_path / "home", exec_enabled=True))
     assert "exec_command" not in [t.name for t in got.tools]
     assert any("bubblewrap is too old: 0.8 or later" in note for note in got.notes), got.notes
+
+
+def test_an_allow_list_word_that_is_no_system_program_is_said(home: Path) -> None:
+    (home / "workspace").mkdir(parents=True)
+    got = system_tools(Settings(home=home, exec_enabled=True, exec_allow=["ls", "no-such-program", "./ls"]))
+    assert [n for n in got.notes if n.startswith("exec.allow")] == [
+        "exec.allow: no-such-program: no such program on /usr/local/bin:/usr/bin:/bin (it asks for approval)",
+        "exec.allow: ./ls: a relative path; name a program, or give its absolute path (it asks for approval)"]
