@@ -80,10 +80,10 @@ def test_a_workspace_file_named_like_an_allowed_program_asks(tmp_path: Path) -> 
 def test_a_path_must_lead_to_the_same_binary(tmp_path: Path) -> None:
     other = shutil.which("id")
     assert other is not None
-    link = tmp_path.parent / f"{tmp_path.name}-bin" / "ls"
+    link = tmp_path / "bin" / "ls"
     link.parent.mkdir()
     link.symlink_to(other)
-    tool = exec_tool(Workspace([tmp_path]), CommandPolicy())
+    tool = exec_tool(Workspace([tmp_path / "workspace"]), CommandPolicy())
     reason = tool.approval_reason({"command": [str(link)]})
     assert reason is not None and reason.startswith(f"{link} is not /")
 
