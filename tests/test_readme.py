@@ -100,4 +100,4 @@ def test_readme_toml_examples_are_valid(tmp_path: Path) -> None:
             assert settings["llm_model"] == "deepseek-chat" and settings["search_backend"] == "ddgs"
         if "[exec]" in toml:
             assert settings["exec_enabled"] is True and settings["files_write"] is True
-            assert settings["exec_allow"] == ["ls", "cat", "grep", "rg", "python3 -c"]
+            assert settings["exec_allow"] == ["ls", "cat", "grep", "rg", "find"]

@@ -260,9 +260,11 @@ class Settings(BaseModel):
     exec_workspace_write: bool = True
     """Bind the workspace read-write inside the sandbox (false: read-only)."""
     exec_allow: list[str] = Field(default_factory=lambda: ["ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo",
-                                                           "pwd", "date", "sort", "uniq", "diff", "file", "stat", "du",
-                                                           "python3 -c"])
-    """Commands (argv prefixes) that run without asking; anything else needs approval."""
+                                                           "pwd", "date", "sort", "uniq", "diff", "file", "stat", "du"])
+    """Programs of the system (resolved on the sandbox's PATH, never a file in the workspace) that
+    run without asking, unless given an option that writes, deletes or runs a program
+    (``find -delete``, ``rg --pre``, ``sort -o``...: saber.tools.system.allowlist); anything else,
+    interpreters included, needs approval."""
     exec_timeout: float = Field(30.0, gt=0)
     exec_cpu_seconds: int = Field(30, ge=1)
     exec_memory_mb: int = Field(1024, ge=16)

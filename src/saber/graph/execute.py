@@ -19,13 +19,17 @@ from saber.graph.idempotency import bind, node_key, unbind
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.races import Race
-from saber.graph.retry import Failure, backoff_seconds, classify
+from saber.graph.retry import Failure, backoff_seconds, classify, for_side_effects
 from saber.graph.state import GraphState
 from saber.graph.tool_output import is_small, safe_result
 from saber.tools.base import Tool, call_in_thread
 from saber.tools.errors import ToolError, UnknownToolError
 
 log = logging.getLogger(__name__)
+
+OWN_TIMEOUT_GRACE = 5.0
+"""Seconds past a tool's own time limit (``Tool.timeout``) before the step timeout fires: time for
+the tool to stop its work and report its own timeout."""
 
 Substitute = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 """``(params, results by dependency id) -> params with placeholders replaced``; the default is
@@ -85,9 +89,12 @@ class NodeExecutor:
             return NodeOutcome(node_id=node.id, status=NodeStatus.FAILED, error=refused,
                                duration_ms=(time.perf_counter() - started) * 1000.0)
         attempts = self.config.attempts
+        tool = self.tools.get(node.tool or "") if node.type == "tool" else None
+        timeout = self.config.timeout_for(node.type)
+        if timeout and tool is not None and tool.timeout is not None:
+            timeout = max(timeout, tool.timeout + OWN_TIMEOUT_GRACE)
         for attempt in range(1, attempts + 1):
             node.attempts = attempt
-            timeout = self.config.timeout_for(node.type)
             async with self.sem:
                 await self.emit(NodeStart(id=node.id, tool=node.target, attempt=attempt))
                 current = Attempt(run=self.run, node_id=node.id, number=attempt)
@@ -95,7 +102,7 @@ class NodeExecutor:
                     async with asyncio.timeout(timeout or None):
                         result = await self._attempt(node, current)
                 except Exception as exc:
-                    failure = classify(exc, timeout=timeout)
+                    failure = for_side_effects(classify(exc, timeout=timeout), exc, tool)
                     if failure.retryable and attempt < attempts and current.abandoned_thread():
                         failure = Failure(retryable=False, message=f"{failure.message}; the tool is still running "
                                           "in its thread, so it is not retried (a retry would run it twice at once)")

@@ -12,6 +12,7 @@ from typing import Any
 
 from saber.graph.config import GraphConfig
 from saber.graph.placeholders import PlaceholderError
+from saber.tools.base import Tool
 from saber.tools.errors import ToolError
 
 
@@ -83,6 +84,18 @@ def classify(exc: BaseException, *, timeout: float | None = None) -> Failure:
     if isinstance(flag, bool):
         return Failure(message=f"{type(exc).__name__}: {exc}", retryable=flag)
     return Failure(message=f"{type(exc).__name__}: {exc}", retryable=False)
+
+
+def for_side_effects(failure: Failure, exc: BaseException, tool: Tool | None) -> Failure:
+    """``failure`` unless ``tool`` is not idempotent: such a tool is tried again only when it says
+    so itself (``ToolError(retryable=True)``). After a timeout, a lost connection or any other
+    error it may have acted (a command half run, a message sent), and a second run would act twice."""
+    if not failure.retryable or tool is None or tool.idempotent:
+        return failure
+    if isinstance(exc, ToolError) and exc.retryable:
+        return failure
+    return Failure(message=f"{failure.message}; not retried: {tool.name} has side effects and may have acted",
+                   retryable=False)
 
 
 def backoff_seconds(attempt: int, config: GraphConfig, rng: random.Random) -> float:

@@ -36,7 +36,16 @@ def to_tool(remote: types.Tool, name: str, call: Caller) -> Tool:
         return result_value(remote_name, await call(remote_name, args))
 
     description = (remote.description or remote.title or remote_name).strip()
-    return Tool.from_json_schema(name, description, _object_schema(remote.input_schema), execute, is_mcp=True)
+    return Tool.from_json_schema(name, description, _object_schema(remote.input_schema), execute, is_mcp=True,
+                                 idempotent=idempotent(remote))
+
+
+def idempotent(remote: types.Tool) -> bool:
+    """What the server's annotations promise: ``readOnlyHint`` or ``idempotentHint``. Without
+    them a call may have side effects, so it is not retried after a timeout (MCP's defaults are
+    the same: not read-only, not idempotent)."""
+    hints = remote.annotations
+    return hints is not None and (hints.read_only_hint is True or hints.idempotent_hint is True)
 
 
 def _object_schema(schema: Any) -> dict[str, Any]:

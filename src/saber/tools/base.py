@@ -104,6 +104,15 @@ class Tool:
     requires_approval: bool | Callable[[dict[str, Any]], str | None] = field(default=False, compare=False)
     """True, or a predicate on the validated arguments returning why a person must approve the call
     (None when it may run without asking)."""
+    idempotent: bool = True
+    """Running it twice does no more than running it once. False for a tool with side effects
+    (``exec_command``, ``write_file``, MCP tools without ``readOnlyHint``/``idempotentHint``):
+    the graph runtime then never retries it after a timeout or an error it may have acted
+    before, only after a ``ToolError(retryable=True)`` it raises itself."""
+    timeout: float | None = None
+    """Seconds the tool limits each call to by itself (``exec_command``: ``exec.timeout``). The
+    runtime's step timeout for it is then longer, so the tool's own limit fires first and the
+    tool reports it."""
 
     def approval_reason(self, arguments: Mapping[str, Any]) -> str | None:
         """Why this call needs a person's yes before it runs, or None."""
@@ -129,12 +138,14 @@ class Tool:
         *,
         is_mcp: bool = False,
         race_group: str | None = None,
+        idempotent: bool = True,
     ) -> Tool:
         """A tool described by JSON Schema (MCP servers, OpenAPI, other frameworks)."""
         body = dict(schema or {})
         body.setdefault("type", "object")
         body.setdefault("properties", {})
-        return cls(name=name, description=description, schema=body, execute=execute, is_mcp=is_mcp, race_group=race_group)
+        return cls(name=name, description=description, schema=body, execute=execute, is_mcp=is_mcp, race_group=race_group,
+                   idempotent=idempotent)
 
     # -- arguments ----------------------------------------------------------------------------
 
@@ -226,6 +237,7 @@ class Tool:
             "schema": self.schema,
             "is_mcp": self.is_mcp,
             "race_group": self.race_group,
+            "idempotent": self.idempotent,
         }
 
 
@@ -268,7 +280,7 @@ def tool(func: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(
     *, name: str | None = None, description: str | None = None, race_group: str | None = None,
-    requires_approval: bool | Callable[[dict[str, Any]], str | None] = False,
+    requires_approval: bool | Callable[[dict[str, Any]], str | None] = False, idempotent: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -280,8 +292,10 @@ def tool(
     description: str | None = None,
     race_group: str | None = None,
     requires_approval: bool | Callable[[dict[str, Any]], str | None] = False,
+    idempotent: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a Tool from a plain (sync or async) function: schema from hints, text from the docstring."""
+    """Make a Tool from a plain (sync or async) function: schema from hints, text from the docstring.
+    ``idempotent=False`` for one with side effects: it is then not retried after a timeout."""
 
     def build(fn: Callable[..., Any]) -> Tool:
         fs = function_schema(fn, name=name, description=description)
@@ -301,7 +315,8 @@ def tool(
             return validate_with_model(fs.model, args, fs.name)
 
         built = Tool(name=fs.name, description=fs.description, schema=fs.json_schema, execute=execute,
-                     race_group=race_group, validator=validator, requires_approval=requires_approval)
+                     race_group=race_group, validator=validator, requires_approval=requires_approval,
+                     idempotent=idempotent)
         return built
 
     return build(func) if func is not None else build

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from saber.config import Settings
+from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, TaskGraph
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
+from saber.tools.system.sandbox import sandbox_uid
 
 pytestmark = pytest.mark.slow
 
@@ -132,7 +134,9 @@ async def test_memory_and_cpu_limits(home: Path) -> None:
 def test_the_allow_list_decides_what_asks_first(home: Path) -> None:
     tool = exec_for(home)
     assert tool.approval_reason({"command": "ls -la"}) is None
-    assert tool.approval_reason({"command": "python3 -c 'print(1)'"}) is None
+    assert tool.approval_reason({"command": "find . -name '*.txt'"}) is None
+    assert tool.approval_reason({"command": "find . -delete"}) == "find with -delete: it may write, delete or run a program"
+    assert tool.approval_reason({"command": "python3 -c 'print(1)'"}) == "python3 is not on the allow-list"
     assert tool.approval_reason({"command": "python3 script.py"}) == "python3 is not on the allow-list"
     assert tool.approval_reason({"command": "rm -rf /workspace"}) == "rm is not on the allow-list"
     shell = exec_for(home, exec_shell=True)
@@ -143,3 +147,63 @@ async def test_a_read_only_workspace(home: Path) -> None:
     tool = exec_for(home, exec_workspace_write=False)
     out = await tool.run({"command": "sh -c 'echo x > /workspace/x.txt'"})
     assert out["exit_code"] != 0 and not (home / "workspace" / "x.txt").exists()
+
+
+async def test_no_user_namespace_can_be_made_inside(home: Path) -> None:
+    """In a user namespace of its own the command would be root again (mounts, remapped files)."""
+    tool = exec_for(home)
+    out = await tool.run({"command": "unshare --user --map-root-user id -u"})
+    assert out["exit_code"] != 0 and out["stdout"] == "", out
+    out = await tool.run({"command": ["python3", "-c", "import os; os.unshare(os.CLONE_NEWUSER); print('made')"]})
+    assert out["exit_code"] != 0 and "made" not in out["stdout"], out
+    out = await tool.run({"command": "id -u"})
+    assert out["stdout"] == f"{sandbox_uid()}\n" and out["exit_code"] == 0
+
+
+async def test_an_allowed_name_runs_the_system_binary_not_a_workspace_file(home: Path) -> None:
+    tool = exec_for(home)
+    planted = home / "workspace" / "ls"
+    planted.write_text("#!/bin/sh\necho planted ran\n", encoding="utf-8")
+    planted.chmod(0o755)
+    assert tool.approval_reason({"command": "ls"}) is None
+    out = await tool.run({"command": "ls"})
+    assert out["exit_code"] == 0 and "planted ran" not in out["stdout"] and "ls" in out["stdout"].split()
+    assert tool.approval_reason({"command": "./ls"}) == "./ls is a file in the workspace, not a program of the system"
+
+
+async def test_a_timed_out_command_runs_once_and_reports_its_own_timeout(home: Path) -> None:
+    """exec.timeout equal to the graph's step timeout (as by default): the command's own limit
+    fires first, and the command is not run again."""
+    tool = exec_for(home, exec_timeout=1.0)
+    command = ["sh", "-c", "echo ran >> runs.txt; sleep 30"]
+    graph = TaskGraph([Node(id="n1", tool="exec_command", params={"command": command})])
+    result = await GraphRuntime(graph, {"exec_command": tool}, GraphConfig(step_timeout=1.0, retry_delay=0.0)).run()
+    node = result.nodes["n1"]
+    assert (home / "workspace" / "runs.txt").read_text(encoding="utf-8") == "ran\n"
+    assert node.status is NodeStatus.DONE and node.attempts == 1
+    assert node.result["note"] == "timed out after 1 s: the command was stopped"
+
+
+def test_a_bubblewrap_without_disable_userns_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap before 0.8 cannot stop user namespaces: exec_command is then not registered."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    old = bin_dir / "bwrap"
+    old.write_text("#!/bin/sh\necho 'bwrap: Unknown option --disable-userns' >&2\nexit 1\n", encoding="utf-8")
+    old.chmod(0o755)
+    for name in ("prlimit", "setpriv"):
+        real = shutil.which(name)
+        assert real is not None
+        (bin_dir / name).symlink_to(real)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    got = system_tools(Settings(home=tmp_path / "home", exec_enabled=True))
+    assert "exec_command" not in [t.name for t in got.tools]
+    assert any("bubblewrap is too old: 0.8 or later" in note for note in got.notes), got.notes
+
+
+def test_an_allow_list_word_that_is_no_system_program_is_said(home: Path) -> None:
+    (home / "workspace").mkdir(parents=True)
+    got = system_tools(Settings(home=home, exec_enabled=True, exec_allow=["ls", "no-such-program", "./ls"]))
+    assert [n for n in got.notes if n.startswith("exec.allow")] == [
+        "exec.allow: no-such-program: no such program on /usr/local/bin:/usr/bin:/bin (it asks for approval)",
+        "exec.allow: ./ls: a relative path; name a program, or give its absolute path (it asks for approval)"]

@@ -13,7 +13,7 @@ from saber.tools import ToolArgumentError, ToolError
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
 from saber.tools.system.files import FileLimits, file_tools
-from saber.tools.system.workspace import Workspace
+from saber.tools.system.workspace import Located, Workspace
 
 
 @pytest.fixture
@@ -94,6 +94,8 @@ async def test_list_dir_and_search_files(ws: Path, ripgrep: bool, monkeypatch: p
     assert found.strip() == "notes/a.txt:3:gamma"
     chinese = await tools["search_files"].run({"pattern": "第二"})
     assert "zh.txt:2:第二行" in chinese
+    assert (await tools["search_files"].run({"pattern": "beta", "path": "notes"})).strip() == "notes/a.txt:2:beta"
+    assert (await tools["search_files"].run({"pattern": "beta", "path": "notes/a.txt"})).strip() == "notes/a.txt:2:beta"
     assert (await tools["search_files"].run({"pattern": "nothing-here"})).startswith("no match")
     with pytest.raises(ToolArgumentError, match="pattern"):
         await tools["search_files"].run({"pattern": "(unclosed"})
@@ -140,3 +142,71 @@ def test_saber_config_says_why_exec_is_not_available(tmp_path: Path) -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert "note: exec_command is not available: bubblewrap (bwrap) is not installed" in done.stdout
+
+
+async def test_a_planted_symlink_at_the_temp_name_does_not_make_write_file_write_outside(ws: Path) -> None:
+    """The old temp file was the fixed ``.{name}.saber-tmp``, written through any symlink there."""
+    outside = ws.parent / "outside.txt"
+    outside.write_text("untouched", encoding="utf-8")
+    (ws / ".report.txt.saber-tmp").symlink_to(outside)
+    out = await tools_for(ws)["write_file"].run({"path": "report.txt", "content": "the report"})
+    assert out == "wrote report.txt (10 bytes)"
+    assert outside.read_text(encoding="utf-8") == "untouched"
+    assert not (ws / "report.txt").is_symlink() and (ws / "report.txt").read_text(encoding="utf-8") == "the report"
+    assert sorted(name for name in os.listdir(ws) if "saber-tmp" in name) == [".report.txt.saber-tmp"]
+
+
+class SwappingWorkspace(Workspace):
+    """A workspace whose folder ``d`` becomes a symlink to outside right after each check: the
+    race between ``locate`` and the open."""
+
+    def __init__(self, root: Path, outside: Path) -> None:
+        super().__init__([root])
+        self.outside = outside
+
+    def locate(self, raw: str, *, field: str = "path", tool: str | None = None) -> Located:
+        where = super().locate(raw, field=field, tool=tool)
+        folder = self.roots[0] / "d"
+        if folder.is_dir() and not folder.is_symlink():
+            for child in folder.iterdir():
+                child.unlink()
+            folder.rmdir()
+            folder.symlink_to(self.outside)
+        return where
+
+
+async def test_a_folder_swapped_for_a_symlink_after_the_check_is_refused(ws: Path) -> None:
+    outside = ws.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "f.txt").write_text("outside secret", encoding="utf-8")
+    for action, args in [("write_file", {"path": "d/f.txt", "content": "planted"}), ("read_file", {"path": "d/f.txt"}),
+                         ("list_dir", {"path": "d"}), ("search_files", {"pattern": "secret", "path": "d"})]:
+        (ws / "d").mkdir()
+        (ws / "d" / "f.txt").write_text("inside", encoding="utf-8")
+        tools = {t.name: t for t in file_tools(SwappingWorkspace(ws, outside), write=True)}
+        with pytest.raises(ToolError, match="symlink or changed"):
+            await tools[action].run(args)
+        (ws / "d").unlink()
+    assert (outside / "f.txt").read_text(encoding="utf-8") == "outside secret"
+
+
+@pytest.mark.parametrize("ripgrep", [True, False], ids=["ripgrep", "python"])
+async def test_a_hard_link_to_a_file_outside_is_neither_read_searched_nor_written(
+        ws: Path, ripgrep: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not ripgrep:
+        monkeypatch.setattr("saber.tools.system.files.shutil.which", lambda name: None)
+    secret = ws.parent / "secret.txt"
+    os.link(secret, ws / "innocent.txt")
+    tools = tools_for(ws)
+    with pytest.raises(ToolError, match="innocent.txt: has 2 hard links"):
+        await tools["read_file"].run({"path": "innocent.txt"})
+    assert (await tools["search_files"].run({"pattern": "secret"})).startswith("no match")
+    with pytest.raises(ToolError, match="innocent.txt: has 2 hard links"):
+        await tools["write_file"].run({"path": "innocent.txt", "content": "overwritten"})
+    assert secret.read_text(encoding="utf-8") == "top secret"
+
+
+async def test_a_fifo_is_refused_without_hanging(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolError, match="pipe: not a regular file"):
+        await tools_for(ws)["read_file"].run({"path": "pipe"})

@@ -68,3 +68,17 @@ def test_other_content_is_named_not_dropped() -> None:
     image = types.ImageContent(type="image", data="aGk=", mime_type="image/png")
     link = types.ResourceLink(type="resource_link", uri="file:///a.txt", name="a")
     assert content_text([text("see"), image, link]) == "see\n[image image/png]\n[resource file:///a.txt]"
+
+
+@pytest.mark.parametrize(("hints", "idempotent"), [
+    (None, False),
+    (types.ToolAnnotations(), False),
+    (types.ToolAnnotations(destructive_hint=True), False),
+    (types.ToolAnnotations(read_only_hint=True), True),
+    (types.ToolAnnotations(read_only_hint=False, idempotent_hint=True), True),
+    (types.ToolAnnotations(idempotent_hint=False), False),
+])
+def test_only_tools_the_server_calls_read_only_or_idempotent_are_retried(
+        hints: types.ToolAnnotations | None, idempotent: bool) -> None:
+    described = types.Tool(name="act", description="Acts.", input_schema={"type": "object"}, annotations=hints)
+    assert to_tool(described, "act", never).idempotent is idempotent

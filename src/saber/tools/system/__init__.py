@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from saber.tools.base import Tool
+from saber.tools.system.allowlist import AllowList
 from saber.tools.system.commands import CommandPolicy, exec_tool
 from saber.tools.system.files import FileLimits, file_tools
 from saber.tools.system.sandbox import Limits, check_bwrap, sandbox_uid
@@ -88,6 +89,8 @@ def system_tools(settings: Settings) -> SystemTools:
                       output_bytes=settings.exec_max_output_bytes),
     )
     tools.append(exec_tool(workspace, policy))
+    notes += [f"exec.allow: {skipped} (it asks for approval)"
+              for skipped in AllowList(policy.allow, workspace=workspace.roots).skipped]
     return SystemTools(tools=tools, workspace=workspace, notes=notes)
 
 

@@ -1,24 +1,25 @@
 """``exec_command``: a command run inside the sandbox, returning its exit code and output.
 
 A string is split with shell rules and run as an argv, never through a shell, unless the
-configuration says ``shell = true``. Commands on the allow-list run at once; any other asks a
+configuration says ``shell = true``. Commands the allow-list admits (``allowlist``: a program of
+the system with harmless arguments) run at once, by the binary's absolute path; any other asks a
 person first (the tool's approval predicate)."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from saber.tools.base import Tool
 from saber.tools.errors import ToolArgumentError
+from saber.tools.system.allowlist import DEFAULT_ALLOW, AllowList
 from saber.tools.system.sandbox import Confinement, Limits, Outcome, run_confined
 from saber.tools.system.workspace import Workspace
 
-DEFAULT_ALLOW = ("ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd", "date", "sort", "uniq",
-                 "diff", "file", "stat", "du", "python3 -c")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,7 +31,7 @@ class CommandPolicy:
     workspace_writable: bool = True
     limits: Limits = field(default_factory=Limits)
     allow: Sequence[str] = DEFAULT_ALLOW
-    """Commands (argv prefixes, e.g. "python3 -c") that run without asking."""
+    """Programs of the system that run without asking, with their argument rules (``allowlist``)."""
 
 
 def split_command(command: str | list[str], *, shell: bool) -> list[str]:
@@ -51,17 +52,6 @@ def split_command(command: str | list[str], *, shell: bool) -> list[str]:
     return argv
 
 
-def allowed(argv: list[str], allow: Sequence[str]) -> bool:
-    """True when ``argv`` starts with one of the allow-list's entries, word for word."""
-    name = Path(argv[0]).name if argv else ""
-    words = [name, *argv[1:]]
-    for entry in allow:
-        prefix = shlex.split(entry)
-        if prefix and words[: len(prefix)] == prefix:
-            return True
-    return False
-
-
 def render(outcome: Outcome, limits: Limits) -> dict[str, object]:
     note = outcome.killed_reason
     if outcome.output_cut and not note:
@@ -73,21 +63,25 @@ def render(outcome: Outcome, limits: Limits) -> dict[str, object]:
 
 
 def exec_tool(workspace: Workspace, policy: CommandPolicy) -> Tool:
+    allow = AllowList(policy.allow, workspace=workspace.roots)
+    for skipped in allow.skipped:
+        log.warning("exec.allow: %s (it asks for approval)", skipped)
+
     def needs_approval(args: dict[str, object]) -> str | None:
         raw = args.get("command")
+        if policy.shell:
+            return "shell commands always need approval"
         try:
             argv = split_command(raw if isinstance(raw, (str, list)) else str(raw), shell=False)
         except ToolArgumentError:
             return "the command cannot be checked against the allow-list"
-        if policy.shell:
-            return "shell commands always need approval"
-        if allowed(argv, policy.allow):
-            return None
-        return f"{Path(argv[0]).name} is not on the allow-list"
+        return allow.check(argv).reason
 
     async def execute(args: dict[str, object]) -> dict[str, object]:
         raw = args["command"]
         argv = split_command(raw if isinstance(raw, (str, list)) else str(raw), shell=policy.shell)
+        if not policy.shell:
+            argv = allow.check(argv).argv  # the argv checked is the argv that runs (by its absolute path)
         where = workspace.locate(str(args.get("cwd") or "."), field="cwd", tool="exec_command")
         if not where.path.is_dir():
             raise ToolArgumentError(f"cwd: {where.shown} is not a folder", tool="exec_command")
@@ -101,12 +95,16 @@ def exec_tool(workspace: Workspace, policy: CommandPolicy) -> Tool:
     described = Tool.from_json_schema(
         "exec_command",
         f"Run a command {sandbox_word} and return its exit code, stdout and stderr. "
-        f"Runs without asking: {', '.join(policy.allow) or 'nothing'}; anything else waits for a person's approval.",
+        f"Runs without asking: {allow.describe()} (not with options that write, delete or run programs, "
+        "e.g. find -delete/-exec, sort -o); anything else waits for a person's approval.",
         {"type": "object", "properties": {
             "command": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
-                        "description": "The command line, e.g. \"ls -la\" or \"python3 -c 'print(1)'\", or its words as a list."},
+                        "description": "The command line, e.g. \"ls -la\" or \"grep -n TODO notes.txt\", or its words as a list."},
             "cwd": {"type": "string", "description": "Folder in the workspace to run in (default: the workspace)."},
         }, "required": ["command"]},
         execute,
     )
-    return dataclasses.replace(described, requires_approval=needs_approval)
+    # Not idempotent: a command stopped at its timeout may have done part of its work. Its own
+    # wall-time limit fires before the graph's step timeout and is reported in its result.
+    return dataclasses.replace(described, requires_approval=needs_approval, idempotent=False,
+                               timeout=policy.limits.wall_seconds)

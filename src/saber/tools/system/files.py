@@ -1,7 +1,9 @@
 """``read_file``, ``list_dir``, ``search_files`` and ``write_file``: the workspace as tools.
 
 Every path goes through ``Workspace.locate`` (no ``..``, nothing outside a root, no symlink that
-leads out); results name paths relative to their root. File I/O runs in worker threads."""
+leads out), then is opened from the root's folder descriptor without following any symlink, and a
+file with another hard link is refused (``safe_open``); results name paths relative to their root.
+File I/O runs in worker threads."""
 
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from saber.tools.base import Tool, tool
 from saber.tools.errors import ToolArgumentError, ToolError
+from saber.tools.system.safe_open import open_folder, open_regular, replace_file, single_link_file
 from saber.tools.system.textfile import SNIFF_BYTES, decode, looks_binary
-from saber.tools.system.workspace import Workspace
+from saber.tools.system.workspace import Located, Workspace
 
 MAX_LIST = 500
 MAX_MATCHES = 200
@@ -52,7 +56,7 @@ def file_tools(workspace: Workspace, limits: FileLimits | None = None, *, write:
         if limit is not None and limit < 1:
             raise ToolArgumentError("limit: must be 1 or more", tool="read_file")
         where = workspace.locate(path, tool="read_file")
-        return await asyncio.to_thread(_read, where.path, where.shown, offset, min(limit or limits.max_lines, limits.max_lines), limits)
+        return await asyncio.to_thread(_read, where, offset, min(limit or limits.max_lines, limits.max_lines), limits)
 
     @tool
     async def list_dir(path: str = ".") -> str:
@@ -62,7 +66,7 @@ def file_tools(workspace: Workspace, limits: FileLimits | None = None, *, write:
             path: Folder path relative to the workspace ("." is the workspace itself).
         """
         where = workspace.locate(path, tool="list_dir")
-        return await asyncio.to_thread(_list, where.path, where.shown, where.root)
+        return await asyncio.to_thread(_list, where)
 
     @tool
     async def search_files(pattern: str, path: str = ".", glob: str | None = None) -> str:
@@ -85,7 +89,7 @@ def file_tools(workspace: Workspace, limits: FileLimits | None = None, *, write:
 
     tools = [read_file, list_dir, search_files]
     if write:
-        @tool(requires_approval=True)
+        @tool(requires_approval=True, idempotent=False)
         async def write_file(path: str, content: str) -> str:
             """Write a text file in the workspace (UTF-8), creating folders as needed; replaces an
             existing file.
@@ -99,30 +103,28 @@ def file_tools(workspace: Workspace, limits: FileLimits | None = None, *, write:
                 raise ToolArgumentError(f"content: {len(data):,} bytes, over the {limits.max_write_bytes:,}-byte limit",
                                         tool="write_file")
             where = workspace.locate(path, tool="write_file")
-            return await asyncio.to_thread(_write, where.path, where.shown, data, workspace.owner)
+            return await asyncio.to_thread(_write, where, data, workspace.owner)
 
         tools.append(write_file)
     return tools
 
 
-def _read(path: Path, shown: str, offset: int, limit: int, limits: FileLimits) -> str:
-    if not path.exists():
-        raise ToolError(f"{shown}: no such file")
-    if path.is_dir():
-        raise ToolError(f"{shown}: is a folder (use list_dir)")
-    with path.open("rb") as f:
+def _read(where: Located, offset: int, limit: int, limits: FileLimits) -> str:
+    shown = where.shown
+    with open_regular(where.root, where.path, shown) as f:
         head = f.read(SNIFF_BYTES)
-    if looks_binary(head):
-        raise ToolError(f"{shown}: binary file ({path.stat().st_size:,} bytes), not shown")
-    size = path.stat().st_size
-    if size <= limits.max_read_bytes:
-        try:
-            text, _ = decode(path.read_bytes())
-        except ValueError as exc:
-            raise ToolError(f"{shown}: {exc}") from None
-        lines = text.splitlines()
-    else:
-        lines = _lines_of_large(path, shown, offset + limit)
+        size = os.fstat(f.fileno()).st_size
+        if looks_binary(head):
+            raise ToolError(f"{shown}: binary file ({size:,} bytes), not shown")
+        if size <= limits.max_read_bytes:
+            try:
+                text, _ = decode(head + f.read(limits.max_read_bytes + 1 - len(head)))
+            except ValueError as exc:
+                raise ToolError(f"{shown}: {exc}") from None
+            lines = text.splitlines()
+        else:
+            f.seek(0)
+            lines = _lines_of_large(f, shown, offset + limit)
     total = len(lines) if size <= limits.max_read_bytes else None
     chosen = lines[offset - 1: offset - 1 + limit]
     if not chosen:
@@ -134,37 +136,34 @@ def _read(path: Path, shown: str, offset: int, limit: int, limits: FileLimits) -
     return header + "\n" + "\n".join(f"{offset + i:>6}\t{line}" for i, line in enumerate(chosen)) + more
 
 
-def _lines_of_large(path: Path, shown: str, upto: int) -> list[str]:
+def _lines_of_large(f: BinaryIO, shown: str, upto: int) -> list[str]:
     """The first ``upto`` lines of a file too large to read whole, decoded line by line."""
     out: list[str] = []
-    with path.open("rb") as f:
-        for raw in f:
-            try:
-                out.append(decode(raw.rstrip(b"\r\n"))[0])
-            except ValueError:
-                raise ToolError(f"{shown}: line {len(out) + 1} is not UTF-8 or GB18030 text") from None
-            if len(out) >= upto:
-                break
+    for raw in f:
+        try:
+            out.append(decode(raw.rstrip(b"\r\n"))[0])
+        except ValueError:
+            raise ToolError(f"{shown}: line {len(out) + 1} is not UTF-8 or GB18030 text") from None
+        if len(out) >= upto:
+            break
     return out
 
 
-def _list(path: Path, shown: str, root: Path) -> str:
-    if not path.exists():
-        raise ToolError(f"{shown}: no such folder")
-    if not path.is_dir():
-        raise ToolError(f"{shown}: is a file (use read_file)")
+def _list(where: Located) -> str:
+    shown = where.shown
     folders, files = [], []
-    for entry in sorted(os.scandir(path), key=lambda e: e.name):
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            folders.append(f"{entry.name}/")
-        elif stat.S_ISLNK(info.st_mode):
-            files.append(f"{entry.name} -> (link)")
-        else:
-            files.append(f"{entry.name}  {info.st_size:,} B")
+    with open_folder(where.root, where.path, shown) as fd, os.scandir(fd) as listing:
+        for entry in sorted(listing, key=lambda e: e.name):
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                folders.append(f"{entry.name}/")
+            elif stat.S_ISLNK(info.st_mode):
+                files.append(f"{entry.name} -> (link)")
+            else:
+                files.append(f"{entry.name}  {info.st_size:,} B")
     entries = folders + files
     head = f"{shown}/ ({len(folders)} folders, {len(files)} files)"
     if not entries:
@@ -185,33 +184,54 @@ def _search(pattern: str, compiled: re.Pattern[str], path: Path, root: Path, glo
 
 
 def _search_rg(rg: str, pattern: str, path: Path, root: Path, glob: str | None) -> list[str]:
-    """ripgrep: linear-time regexes (no catastrophic backtracking), skips binary files, no symlinks."""
-    argv = [rg, "--line-number", "--no-heading", "--color=never", "--max-columns", str(MAX_LINE),
+    """ripgrep: linear-time regexes (no catastrophic backtracking), skips binary files, no symlinks.
+    It runs in the folder opened without following symlinks (``safe_open``), and lines of a file
+    with another hard link are dropped."""
+    folder, target = (path, ".") if path.is_dir() else (path.parent, path.name)
+    argv = [rg, "--line-number", "--with-filename", "--no-heading", "--null", "--color=never", "--max-columns", str(MAX_LINE),
             "--max-columns-preview", "--max-count", str(MAX_MATCHES), "--encoding", "auto", "-e", pattern]
     if glob:
         argv += ["--glob", glob]
-    argv.append(str(path))
-    out = _rg_lines(argv, root)
-    if not pattern.isascii():
-        # ASCII patterns match GB18030 files byte for byte; others need the files decoded as GB18030.
-        seen = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out if line.count(":") >= 2}
-        gb = [a if a != "auto" else "gb18030" for a in argv]
-        out += [line for line in _rg_lines(gb, root) if ":".join(line.split(":", 2)[:2]) not in seen and "\ufffd" not in line]
+    argv += ["--", target]
+    with open_folder(root, folder, folder.relative_to(root).as_posix() or ".") as fd:
+        place = _Place(fd=fd, shown=folder.relative_to(root))
+        out = _rg_lines(argv, place)
+        if not pattern.isascii():
+            # ASCII patterns match GB18030 files byte for byte; others need the files decoded as GB18030.
+            seen = {line.split(":", 2)[0] + ":" + line.split(":", 2)[1] for line in out if line.count(":") >= 2}
+            gb = [a if a != "auto" else "gb18030" for a in argv]
+            out += [line for line in _rg_lines(gb, place)
+                    if ":".join(line.split(":", 2)[:2]) not in seen and "\ufffd" not in line]
     return out
 
 
-def _rg_lines(argv: list[str], root: Path) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class _Place:
+    fd: int
+    """The folder searched, opened."""
+    shown: Path
+    """Its path relative to the root."""
+
+
+def _rg_lines(argv: list[str], place: _Place) -> list[str]:
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=30, cwd=root, check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=30, cwd=f"/proc/self/fd/{place.fd}",
+                              pass_fds=(place.fd,), check=False)
     except subprocess.TimeoutExpired:
         raise ToolError("search_files: the search took over 30 s; narrow the path or the pattern", retryable=False) from None
     if done.returncode not in (0, 1):
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ToolError(f"search_files: {message[0] if message else 'ripgrep failed'}")
     out = []
-    prefix = str(root) + os.sep
-    for raw in done.stdout.decode("utf-8", "replace").splitlines():
-        out.append(raw[len(prefix):] if raw.startswith(prefix) else raw)
+    checked: dict[bytes, bool] = {}
+    for raw in done.stdout.splitlines():
+        name, _, rest = raw.partition(b"\0")
+        if name not in checked:
+            checked[name] = single_link_file(name, dir_fd=place.fd)
+        if not checked[name]:
+            continue
+        shown = (place.shown / os.path.normpath(os.fsdecode(name))).as_posix()
+        out.append(f"{shown}:{rest.decode('utf-8', 'replace')}")
         if len(out) > MAX_MATCHES:
             break
     return out
@@ -223,15 +243,13 @@ def _search_python(compiled: re.Pattern[str], path: Path, root: Path, glob: str 
     for file in files:
         if glob and not fnmatch.fnmatch(file.name, glob):
             continue
-        real = Path(os.path.realpath(file))
-        if real != file and not (real == root or root in real.parents):
-            continue
         try:
-            data = file.read_bytes()
+            with open_regular(root, file, file.name) as f:
+                data = f.read()
             if looks_binary(data):
                 continue
             text, _ = decode(data)
-        except (OSError, ValueError):
+        except (OSError, ValueError, ToolError):  # symlinks, hard links, FIFOs and the unreadable are skipped
             continue
         for number, line in enumerate(text.splitlines(), 1):
             if compiled.search(line):
@@ -241,16 +259,6 @@ def _search_python(compiled: re.Pattern[str], path: Path, root: Path, glob: str 
     return out
 
 
-def _write(path: Path, shown: str, data: bytes, owner: int | None) -> str:
-    if path.is_dir():
-        raise ToolError(f"{shown}: is a folder")
-    missing = [p for p in [path.parent, *path.parent.parents] if not p.exists()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existed = path.exists()
-    tmp = path.with_name(f".{path.name}.saber-tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    if owner is not None:
-        for made in [path, *missing]:
-            os.chown(made, owner, owner)
-    return f"{'replaced' if existed else 'wrote'} {shown} ({len(data):,} bytes)"
+def _write(where: Located, data: bytes, owner: int | None) -> str:
+    existed = replace_file(where.root, where.path, where.shown, data, owner=owner)
+    return f"{'replaced' if existed else 'wrote'} {where.shown} ({len(data):,} bytes)"

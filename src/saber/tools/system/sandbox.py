@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SANDBOX_HOME = "/workspace"
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` inside the sandbox (and for an unconfined command): no folder of the workspace on it."""
 NOBODY = 65534
 
 
@@ -65,7 +67,11 @@ def check_bwrap() -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap cannot run: {exc}"
     if done.returncode != 0:
-        return f"bubblewrap cannot create a sandbox here: {done.stderr.decode('utf-8', 'replace').strip()[:200]}"
+        said = done.stderr.decode("utf-8", "replace").strip()
+        if "disable-userns" in said:
+            return ("bubblewrap is too old: 0.8 or later is needed to keep commands from making user namespaces "
+                    f"(--disable-userns): {said[:200]}")
+        return f"bubblewrap cannot create a sandbox here: {said[:200]}"
     return None
 
 
@@ -77,7 +83,13 @@ def sandbox_uid() -> int:
 def command_line(argv: list[str], box: Confinement, cwd: str = SANDBOX_HOME) -> list[str]:
     """The full command line. As root, bubblewrap builds the namespaces and ``setpriv`` then drops
     to ``nobody`` with no capabilities, so the process limit (counted per real user, ignored for
-    root) holds; as another user, bubblewrap runs in a user namespace of its own."""
+    root) holds; as another user, bubblewrap runs in a user namespace of its own.
+
+    Either way the command cannot make user namespaces of its own (``--disable-userns``, which
+    needs bubblewrap 0.8 and ``--unshare-user``): in one it would be root again and could mount,
+    remap the filesystem and reach kernel code otherwise out of its reach. As root the user
+    namespace is made by a second bubblewrap run as ``nobody``, after the drop: a user namespace
+    made by root would map ``nobody`` to nothing, so the drop could not happen inside it."""
     prlimit = prlimit_argv(box.limits, sandbox_uid())
     if os.geteuid() == 0:
         drop = [_which("setpriv"), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--bounding-set=-all",
@@ -85,8 +97,12 @@ def command_line(argv: list[str], box: Confinement, cwd: str = SANDBOX_HOME) -> 
         namespaces = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if not box.network:
             namespaces.append("--unshare-net")
-        return [_which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *drop, *prlimit, *argv]
-    namespaces = ["--unshare-all", "--cap-drop", "ALL"] + (["--share-net"] if box.network else [])
+        no_userns = [_which("bwrap"), "--die-with-parent", "--unshare-user", "--disable-userns", "--dev-bind", "/", "/",
+                     "--chdir", cwd, "--"]
+        return [_which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *drop, *prlimit,
+                *no_userns, *argv]
+    namespaces = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    namespaces += ["--share-net"] if box.network else []
     return [*prlimit, _which("bwrap"), "--die-with-parent", "--new-session", *namespaces, *_mounts(box, cwd), *argv]
 
 
@@ -123,7 +139,7 @@ def _mounts(box: Confinement, cwd: str) -> list[str]:
     out += ["--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp", "--perms", "01777", "--tmpfs", "/var/tmp",
             "--bind" if box.workspace_writable else "--ro-bind", str(box.workspace), SANDBOX_HOME,
             "--chdir", cwd,
-            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", SANDBOX_HOME,
+            "--setenv", "PATH", SANDBOX_PATH, "--setenv", "HOME", SANDBOX_HOME,
             "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
             "--"]
     return out
@@ -150,7 +166,7 @@ async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path) -
         full = command_line(argv, box, inner)
     else:
         full = prlimit_argv(limits, os.geteuid()) + argv
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(cwd)}
+    env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(cwd)}
     try:
         proc = await asyncio.create_subprocess_exec(
             *full, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

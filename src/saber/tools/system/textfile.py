@@ -3,8 +3,6 @@ GB18030 (which also reads GBK and GB2312 files, common for Chinese text)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 SNIFF_BYTES = 8192
 
 
@@ -24,13 +22,3 @@ def decode(data: bytes) -> tuple[str, str]:
             continue
     raise ValueError("not UTF-8 or GB18030 text")
 
-
-def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
-    """The whole file as text; ValueError names why it cannot be read as text."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"file is {size:,} bytes, over the {max_bytes:,}-byte limit: read a part with offset and limit")
-    data = path.read_bytes()
-    if looks_binary(data):
-        raise ValueError(f"binary file ({size:,} bytes), not shown")
-    return decode(data)

@@ -1,0 +1,162 @@
+"""What exec_command runs without asking (#28): programs of the system with harmless arguments.
+Every attack of the issue asks for approval; the everyday read-only commands do not."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from saber.tools.base import Tool
+from saber.tools.system.allowlist import DEFAULT_ALLOW, AllowList
+from saber.tools.system.commands import CommandPolicy, exec_tool
+from saber.tools.system.workspace import Workspace
+
+WORKSPACE = Path("/srv/saber-test-workspace")
+
+
+@pytest.fixture
+def tool(tmp_path: Path) -> Tool:
+    return exec_tool(Workspace([tmp_path]), CommandPolicy())
+
+
+ALLOW = AllowList(DEFAULT_ALLOW, workspace=[WORKSPACE])
+
+
+@pytest.mark.parametrize("command", [
+    "ls -la", "cat notes.txt", "grep -rn TODO .", "rg -n --glob '*.py' import", "find . -name '*.txt' -print",
+    "sort -u -k2 -t, data.csv", "sort -to data.csv", "uniq -c data.txt", "date +%Y-%m-%d", "date --date=tomorrow",
+    "date -Iseconds", "head -n 5 a.txt", "wc -l a.txt", "du -sh .", "diff a.txt b.txt", "file a.txt", "stat a.txt",
+    "/usr/bin/ls -l", "/bin/cat a.txt",
+])
+def test_everyday_reading_runs_without_asking(tool: Tool, command: str) -> None:
+    assert tool.approval_reason({"command": command}) is None
+
+
+@pytest.mark.parametrize(("command", "reason"), [
+    ("find /workspace -type f -delete", "find with -delete"),
+    ("find . -name x -exec sh -c 'rm -rf /workspace' ;", "find with -exec"),
+    ("find . -execdir rm {} +", "find with -execdir"),
+    ("find . -ok rm {} ;", "find with -ok"),
+    ("find . -fprintf /workspace/out %p", "find with -fprintf"),
+    ("find . -fls listing", "find with -fls"),
+    ("rg --pre ./decode.sh secret", "rg with --pre"),
+    ("rg --pre=./decode.sh secret", "rg with --pre"),
+    ("rg --pre-glob '*.pdf' --pre pdftotext x", "rg with --pre-glob"),
+    ("sort -o notes.txt /dev/null", "sort with -o"),
+    ("sort -uo notes.txt /dev/null", "sort with -o"),
+    ("sort --output=notes.txt /dev/null", "sort with --output"),
+    ("sort --outp=notes.txt /dev/null", "sort with --outp"),
+    ("sort --compress-program=sh a", "sort with --compress-program"),
+    ("uniq /dev/null notes.txt", "uniq with 2 operands"),
+    ("uniq - notes.txt", "uniq with 2 operands"),
+    ("date -s 2020-01-01", "date with -s"),
+    ("date 0101000020", "date with the operand '0101000020'"),
+    ("file -C -m magic", "file with -C"),
+    ("python3 -c 'import shutil; shutil.rmtree(\"/workspace\")'", "python3 is not on the allow-list"),
+    ("sh -c 'rm -rf /workspace'", "sh is not on the allow-list"),
+    ("rm -rf /workspace", "rm is not on the allow-list"),
+    ("./ls", "./ls is a file in the workspace"),
+    ("/workspace/ls -la", "/workspace/ls is a file in the workspace"),
+    ("//workspace/bin/cat x", "//workspace/bin/cat is a file in the workspace"),
+    ("bin/ls", "bin/ls is a file in the workspace"),
+])
+def test_the_attacks_ask_first(tool: Tool, command: str, reason: str) -> None:
+    got = tool.approval_reason({"command": command})
+    assert got is not None and got.startswith(reason), got
+
+
+def test_a_workspace_file_named_like_an_allowed_program_asks(tmp_path: Path) -> None:
+    fake = tmp_path / "ls"
+    fake.write_text("#!/bin/sh\nrm -rf \"$HOME\"\n", encoding="utf-8")
+    fake.chmod(0o755)
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy())
+    assert tool.approval_reason({"command": [str(fake)]}) == f"{fake} is a file in the workspace, not a program of the system"
+
+
+def test_a_path_must_lead_to_the_same_binary(tmp_path: Path) -> None:
+    other = shutil.which("id")
+    assert other is not None
+    link = tmp_path / "bin" / "ls"
+    link.parent.mkdir()
+    link.symlink_to(other)
+    tool = exec_tool(Workspace([tmp_path / "workspace"]), CommandPolicy())
+    reason = tool.approval_reason({"command": [str(link)]})
+    assert reason is not None and reason.startswith(f"{link} is not /")
+
+
+def test_the_allowed_command_runs_by_its_absolute_path() -> None:
+    verdict = ALLOW.check(["ls", "-la"])
+    assert verdict.reason is None and verdict.argv == [shutil.which("ls", path="/usr/local/bin:/usr/bin:/bin"), "-la"]
+    refused = ALLOW.check(["./ls", "-la"])
+    assert refused.reason is not None and refused.argv == ["./ls", "-la"]
+
+
+def test_interpreters_are_not_on_the_default_list() -> None:
+    for word in ("python3", "sh", "bash", "perl", "node", "env", "xargs"):
+        assert ALLOW.check([word, "-c", "x"]).reason == f"{word} is not on the allow-list"
+
+
+def test_entries_that_are_no_system_program_are_skipped_and_said(tmp_path: Path) -> None:
+    planted = tmp_path / "tool"
+    planted.write_text("#!/bin/sh\n", encoding="utf-8")
+    planted.chmod(0o755)
+    allow = AllowList(["ls", "no-such-program-here", "./ls", str(planted)], workspace=[tmp_path])
+    assert list(allow.programs) == ["ls"]
+    assert [s.split(":")[0] for s in allow.skipped] == ["no-such-program-here", "./ls", str(planted)]
+    assert allow.check([str(planted)]).reason is not None
+
+
+def test_an_entry_of_several_words_requires_them(tmp_path: Path) -> None:
+    allow = AllowList(["ls -l"], workspace=[tmp_path])
+    assert allow.check(["ls", "-l", "x"]).reason is None
+    assert allow.check(["ls", "x"]).reason == "only ls -l runs without asking"
+    assert allow.check(["ls", "-l", "-R"]).reason is None
+
+
+def test_shell_mode_always_asks(tmp_path: Path) -> None:
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(shell=True))
+    assert tool.approval_reason({"command": "ls"}) == "shell commands always need approval"
+
+
+# -- properties: no argument list can carry a refused option past the checker ------------------
+
+words = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
+plain = st.lists(words, max_size=6)
+REFUSED = {
+    "find": st.sampled_from(["-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"]),
+    "rg": st.sampled_from(["--pre", "--pre=x", "--pre-glob", "--pre-glob=*", "--hostname-bin=x"]),
+    "sort": st.builds(lambda a, b: f"-{a}o{b}", st.sampled_from(["", "u", "nr", "s"]), words)
+    | st.sampled_from(["-o", "-T", "--output", "--output=x", "--out=x", "--o", "--compress-program=sh"]),
+    "date": st.sampled_from(["-s", "--set=x", "--set", "-us"]),
+}
+
+
+@given(program=st.sampled_from(sorted(REFUSED)), before=plain, after=plain, data=st.data())
+def test_a_refused_option_anywhere_asks(program: str, before: list[str], after: list[str], data: st.DataObject) -> None:
+    refused = data.draw(REFUSED[program])
+    assert ALLOW.check([program, *before, refused, *after]).reason is not None
+
+
+@given(name=st.sampled_from(DEFAULT_ALLOW), folder=st.sampled_from(["/workspace", str(WORKSPACE), ".", "sub"]),
+       args=plain)
+def test_a_file_in_the_workspace_never_runs_without_asking(name: str, folder: str, args: list[str]) -> None:
+    assert ALLOW.check([f"{folder}/{name}", *args]).reason is not None
+
+
+@given(argv=st.lists(words, min_size=1, max_size=8))
+def test_the_checker_answers_any_argv(argv: list[str]) -> None:
+    verdict = ALLOW.check(argv)
+    if verdict.reason is None:
+        assert Path(verdict.argv[0]).is_absolute() and verdict.argv[1:] == argv[1:]
+        assert Path(argv[0]).name in DEFAULT_ALLOW
+    else:
+        assert verdict.argv == argv
+
+
+@given(uniq_args=st.lists(words.filter(lambda w: not w.startswith("-")), min_size=2, max_size=5), flags=plain)
+def test_uniq_with_an_output_operand_asks(uniq_args: list[str], flags: list[str]) -> None:
+    assert ALLOW.check(["uniq", *flags, *uniq_args]).reason is not None
