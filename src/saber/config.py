@@ -287,6 +287,12 @@ class Settings(BaseModel):
     memory_min_relevance: float | None = None
     """How far above its similarity to neutral sentences a memory must score to be recalled;
     unset = the embedder's (saber.agent.memory.thresholds)."""
+    memory_extraction: Literal["cues", "batch", "every_turn", "off"] = "cues"
+    """When a model extracts memories and preferences from a turn (the rules always run): ``cues``
+    only on a turn that states something about the user ("I live in…", "记住…", "call me…");
+    ``batch`` once every ``memory_extraction_batch`` turns; ``every_turn``; ``off``."""
+    memory_extraction_batch: int = Field(5, ge=1)
+    """Turns one model extraction covers with ``memory_extraction = "batch"``."""
 
     # limits on what one request may carry (README: "Limits")
     max_query_chars: int = Field(100_000, ge=1)
