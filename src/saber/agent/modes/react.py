@@ -33,6 +33,7 @@ from saber.planner import (
     replan,
     rule_plan,
 )
+from saber.planner.preselect import preselect_agents, preselect_tools
 from saber.tools.index import select_prompt_tools
 
 
@@ -59,11 +60,16 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
 
 
 def _planner_messages(turn: Turn, agents: Mapping[str, str]) -> list[Message]:
-    shown, turn.prompt_tools = select_prompt_tools(
-        turn.query, turn.tools, turn.services.tool_index, above=turn.services.settings.tools_select_above,
-        k=turn.services.settings.tools_select_k, keep=turn.selected_tools or ())
-    return build_planner_prompt(turn.query, shown, agents=agents, preferences=turn.preferences,
-                                history=turn.history, language=turn.lang)
+    """Cards only for the tools the query may need (``planner.preselect``, then the tool index
+    among many); ``turn.prompt_tools`` names them when some were left out."""
+    keep = turn.selected_tools or ()
+    candidates = preselect_tools(turn.query, turn.tools, keep=keep)
+    shown, selected = select_prompt_tools(
+        turn.query, candidates, turn.services.tool_index, above=turn.services.settings.tools_select_above,
+        k=turn.services.settings.tools_select_k, keep=keep)
+    turn.prompt_tools = selected if selected is not None or len(shown) == len(turn.tools) else list(shown)
+    return build_planner_prompt(turn.query, shown, agents=preselect_agents(turn.query, agents),
+                                preferences=turn.preferences, history=turn.history, language=turn.lang)
 
 
 _INLINE_PLAN_CHARS = 16_384
