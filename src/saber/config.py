@@ -231,7 +231,7 @@ class Settings(BaseModel):
     graph_sub_agent_timeout: float = Field(_GRAPH.sub_agent_timeout, ge=0)
     """Seconds one attempt of a sub-agent may take (0 = no limit)."""
     graph_max_replan: int = Field(_GRAPH.max_replan, ge=0)
-    """Replans a task may make after a failure or when its graph drains (0 = off)."""
+    """Replans (model calls) a task may make when a node fails or its results cannot answer (0 = off)."""
     graph_replan_max_nodes: int = Field(3, ge=1)
     """Nodes one replan may add."""
     graph_hedge: float | None = Field(_GRAPH.hedge, ge=0)

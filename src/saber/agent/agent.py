@@ -404,13 +404,13 @@ class Agent:
             await turn.emit(Error(message=f"{type(exc).__name__}: {exc}", where="agent"))
             answer = ("请求失败：" if turn.lang == "zh" else "The request failed: ") + str(exc)
         mode = turn.route.mode if turn.route else "chat"
-        await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage.to_dict(),
+        await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage_report(),
                              model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
         await queue.put(None)
         query, answer = await redacted(turn.query), await redacted(answer)  # published: never a raw secret
         self.bus.publish("agent.chat", {  # after done: a slow subscriber never delays the answer
             "task_id": turn.task_id, "user_id": turn.user_id, "query": query, "answer": answer,
-            "mode": mode, "usage": turn.usage.to_dict(), "interrupted": interrupted,
+            "mode": mode, "usage": turn.usage_report(), "interrupted": interrupted,
         })
 
     async def _prepare(self, turn: Turn) -> ModelExtraction | None:

@@ -56,6 +56,8 @@ class Turn:
     """The tools the planner prompt listed when there were too many to list all (else None)."""
     selected_tools: list[str] | None = None
     """The tools the caller chose: always listed to the planner."""
+    replans: int = 0
+    """Model calls made to replan this turn's graph (reported in ``done``'s usage)."""
 
     @property
     def has_model(self) -> bool:
@@ -63,6 +65,10 @@ class Turn:
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
+
+    def usage_report(self) -> dict[str, int]:
+        """``done``'s usage: the tokens, and how many replans asked the model."""
+        return {**self.usage.to_dict(), "replans": self.replans}
 
     def system_prompt(self, base: Mapping[str, str]) -> str:
         extra = context_block(self.preferences, self.memories, self.lang)

@@ -26,6 +26,8 @@ class ReplanDone:
     request: ReplanRequest
     nodes: list[Node]
     error: str | None = None
+    declined: bool = False
+    """The replanner returned None: it saw nothing to replan."""
 
 
 class Replanning:
@@ -79,16 +81,20 @@ class Replanning:
     async def _worker(self, request: ReplanRequest) -> None:
         assert self.replanner is not None
         try:
-            nodes = list(await self.replanner(request))
+            proposed = await self.replanner(request)
+            nodes = [] if proposed is None else list(proposed)
         except Exception as exc:
             log.exception("replanner failed")
             self.report(ReplanDone(request=request, nodes=[], error=f"{type(exc).__name__}: {exc}"))
         else:
-            self.report(ReplanDone(request=request, nodes=nodes))
+            self.report(ReplanDone(request=request, nodes=nodes, declined=proposed is None))
 
     def apply(self, done: ReplanDone, events: list[Event]) -> None:
         self.task = None
-        if done.error is not None:
+        if done.declined:  # not a replan: the budget is given back, nothing is announced
+            self.used -= 1
+            self.nothing_to_add = done.request.reason == "drained"
+        elif done.error is not None:
             events.append(Error(message=f"replanning failed: {done.error}", where="replan"))
         else:
             try:
