@@ -53,7 +53,8 @@ class Turn:
     uncalled_tools: list[str] = field(default_factory=list)
     """Tools the route chose but could not call (no arguments could be made for them): chat says so."""
     prompt_tools: list[str] | None = None
-    """The tools the planner prompt listed when there were too many to list all (else None)."""
+    """The tools the planner prompt listed when it left some out (preselection, or a selection among
+    many); None when it listed them all."""
     selected_tools: list[str] | None = None
     """The tools the caller chose: always listed to the planner."""
     replans: int = 0
