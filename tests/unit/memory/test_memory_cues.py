@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from saber.agent.memory.cues import ExtractionPolicy, memory_cues
+from saber.agent.memory.cues import Cues, ExtractionPolicy, memory_cues
 from saber.config import Settings
 
 QUESTIONS = [
@@ -42,13 +42,14 @@ def test_a_question_that_states_nothing_has_no_cue(text: str) -> None:
 
 @pytest.mark.parametrize("text", STATEMENTS)
 def test_a_statement_about_the_user_has_a_cue(text: str) -> None:
-    assert memory_cues(text).fact
+    assert memory_cues(text).any
 
 
-def test_a_standing_instruction_is_a_preference_cue() -> None:
-    assert memory_cues("我住在杭州，以后天气都查杭州").preference
-    assert memory_cues("from now on reply in English").preference
-    assert not memory_cues("I'm allergic to peanuts").preference
+def test_a_preference_is_one_call_a_fact_another() -> None:
+    assert memory_cues("我住在杭州，以后天气都查杭州") == Cues(preference=True, fact=False)
+    assert memory_cues("from now on reply in English") == Cues(preference=True, fact=False)
+    assert memory_cues("I'm allergic to peanuts") == Cues(preference=False, fact=True)
+    assert memory_cues("remember that I live in Berlin") == Cues(preference=True, fact=True)
 
 
 def test_cues_mode_calls_the_model_only_on_a_statement() -> None:

@@ -42,8 +42,8 @@ _PREFERENCE_CUES = re.compile(
 )
 _FACT_CUES = re.compile(
     r"(?i:\b(?:remember|don't forget|do not forget|keep in mind)\b|\bI(?:'m| am)\s+(?:allergic|vegetarian|vegan)"
-    r"|\bI\s+(?:live|work|study)\s+(?:in|at|for)\b|\bI\s+(?:don't|do not|never)\s+(?:eat|drink)\b)"
-    r"|记住|记得|别忘|记一下|记下|我住|我家在|我不吃|我不喝|我吃素|我过敏|我对.{1,10}过敏"
+    r"|\bI\s+(?:work|study)\s+(?:at|for)\b|\bI\s+(?:don't|do not|never)\s+(?:eat|drink)\b)"
+    r"|记住|记得|别忘|记一下|记下|我不吃|我不喝|我吃素|我过敏|我对.{1,10}过敏"
 )
 
 
@@ -54,7 +54,8 @@ class Cues:
     preference: bool = False
     """Something a preference key may hold: a city, name, language, units, a standing instruction."""
     fact: bool = False
-    """Anything durable about the user (a preference counts)."""
+    """Anything else durable about the user, for long-term memory ("I'm vegetarian", "记住…"). A
+    preference alone ("I live in Berlin") is not one: the preference keys hold it."""
 
     @property
     def any(self) -> bool:
@@ -73,7 +74,7 @@ def memory_cues(text: str) -> Cues:
         return Cues()
     joined = "\n".join(statements)
     preference = bool(_PREFERENCE_CUES.search(joined)) or bool(extract_preferences_checked(text).updates)
-    fact = preference or bool(_FACT_CUES.search(joined)) or bool(extract_memories(text))
+    fact = bool(_FACT_CUES.search(joined)) or bool(extract_memories(text))
     return Cues(preference=preference, fact=fact)
 
 
