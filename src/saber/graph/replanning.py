@@ -38,6 +38,7 @@ class Replanning:
         task_id: str, live: Callable[[], bool],
         spawn: Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]],
         report: Callable[[ReplanDone], None],
+        streaming: Callable[[], bool] = lambda: False,
     ) -> None:
         self.replanner = replanner
         self.graph = graph
@@ -47,6 +48,9 @@ class Replanning:
         self.live = live
         self.spawn = spawn
         self.report = report
+        self.streaming = streaming
+        """True while the planner still writes the graph: a replan then could take ids the rest of the
+        plan uses, so a failure waits (``due``) until the plan is complete."""
         self.used = 0
         self.task: asyncio.Task[None] | None = None
         self.due: str | None = None
@@ -61,6 +65,8 @@ class Replanning:
             return False
         if not self.live():  # nobody would await it: no model call for a stopped task
             return False
+        if self.streaming():
+            return False
         self.used += 1
         self.due = None
         request = ReplanRequest(
@@ -71,6 +77,11 @@ class Replanning:
         )
         self.task = self.spawn(self._worker(request), "saber-replan")
         return True
+
+    def plan_complete(self) -> None:
+        """The streamed plan is complete: replan now on a failure that waited for it."""
+        if self.due is not None:
+            self.start("failure", self.due)
 
     def after_failure(self, failed: list[Node]) -> None:
         """Replan on these failures now, or as soon as the replan under way is applied."""
