@@ -29,7 +29,8 @@ _WORKSPACE = kw.words(
 _DOCUMENTS = kw.words(
     "文档", "报告", "文档库", "保存", "存档", "入库", "索引", "版本", "记录下来",
     "document", "documents", "doc", "docs", "report", "reports", "save", "store", "archive",
-    "library", "index", "ingest", "version",
+    "library", "index", "ingest", "version", "re:知识库(?:里|中)?(?:都)?有(?:哪些|什么)",
+    r"re:\bwhat(?:'s| is) in (?:my|the|our) knowledge base",
 )
 _SUB_AGENTS = kw.words("调研", "研究", "报告", "分析", "总结", "审阅", "评审", "research", "investigate", "report",
                        "analyse", "analyze", "analysis", "summarize", "summarise", "review", "write-up")

@@ -71,6 +71,8 @@ def test_a_typical_query_gets_a_prompt_within_budget_that_lists_what_it_needs(
 def test_specialist_tools_and_sub_agents_are_listed_when_the_query_asks_for_them(tools: dict[str, Tool]) -> None:
     report = _prompt("调研一下向量数据库，写一份报告并保存", tools)
     assert "- write_document(" in report and "- research_agent:" in report and "- writer_agent:" in report
+    for query in ("知识库里有哪些文档", "知识库里都有什么", "what's in my knowledge base?"):
+        assert "- list_documents(" in _prompt(query, tools), query
     files = _prompt("read README.md in the workspace and summarize it", tools)
     assert "- read_file(" in files and "- list_dir(" in files
 
