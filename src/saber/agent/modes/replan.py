@@ -20,8 +20,9 @@ from saber.planner import ReplanBudget, replan
 
 
 def _empty(result: Any) -> bool:
-    return result is None or (isinstance(result, str | list | dict | tuple) and not (
-        result.strip() if isinstance(result, str) else result))
+    if isinstance(result, str):
+        return not result.strip()
+    return result is None or (isinstance(result, list | dict | tuple) and not result)
 
 
 def unanswered(nodes: Sequence[Node]) -> dict[str, str]:
