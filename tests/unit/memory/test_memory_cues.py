@@ -18,6 +18,9 @@ QUESTIONS = [
     "What is my name?",
     "你记得我叫什么吗？",
     "帮我查一下杭州和苏州的天气",
+    "how old is my daughter?",
+    "我女儿几岁了？",
+    "do you remember where I live?",
 ]
 STATEMENTS = [
     "我住在杭州，以后天气都查杭州",
@@ -32,6 +35,10 @@ STATEMENTS = [
     "记住：我的生日是5月3日",
     "我对花生过敏",
     "I don't eat pork. What's good for dinner in Shanghai?",
+    "I moved to Shenzhen last month",
+    "我搬到深圳了",
+    "my daughter turns five next week",
+    "我女儿今年五岁",
 ]
 
 

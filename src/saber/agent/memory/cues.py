@@ -37,13 +37,15 @@ _QUESTION = re.compile(
 _PREFERENCE_CUES = re.compile(
     r"(?i:\bfrom now on\b|\bby default\b|\balways\s+(?:use|reply|answer|respond|show|give|write|check)\b"
     r"|\b(?:use|in|prefer)\s+(?:celsius|fahrenheit|metric|imperial)\b|\bcall me\b|\bmy name(?:'s| is)\b"
-    r"|\b(?:reply|answer|respond|talk|speak|write)\s+(?:to me\s+)?in\s+[A-Z][a-z]+)"
-    r"|以后|今后|往后|从现在起|默认|一律|叫我|我叫|我的名字|(?:用|使用|改用|换成|按)(?:摄氏|华氏|公制|英制|公里|英里|中文|英文|英语|日语)"
+    r"|\b(?:reply|answer|respond|talk|speak|write)\s+(?:to me\s+)?in\s+[A-Z][a-z]+|\bI(?:'ve| have)?\s+moved\s+to\b)"
+    r"|以后|今后|往后|从现在起|默认|一律|叫我|我叫|我的名字|我搬到|搬家到|(?:用|使用|改用|换成|按)(?:摄氏|华氏|公制|英制|公里|英里|中文|英文|英语|日语)"
 )
 _FACT_CUES = re.compile(
     r"(?i:\b(?:remember|don't forget|do not forget|keep in mind)\b|\bI(?:'m| am)\s+(?:allergic|vegetarian|vegan)"
-    r"|\bI\s+(?:work|study)\s+(?:at|for)\b|\bI\s+(?:don't|do not|never)\s+(?:eat|drink)\b)"
+    r"|\bI\s+(?:work|study)\s+(?:at|for)\b|\bI\s+(?:don't|do not|never)\s+(?:eat|drink)\b"
+    r"|\bmy\s+(?:wife|husband|son|daughter|kids?|children|dog|cat|partner|parents|mother|father|mum|mom|dad)\b)"
     r"|记住|记得|别忘|记一下|记下|我不吃|我不喝|我吃素|我过敏|我对.{1,10}过敏"
+    r"|我(?:的)?(?:老婆|老公|妻子|丈夫|孩子|儿子|女儿|父母|爸爸|妈妈|小狗|小猫)"
 )
 
 
