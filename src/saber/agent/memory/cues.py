@@ -28,7 +28,9 @@ from saber.agent.memory.preferences import extract_preferences_checked
 ExtractionMode = Literal["cues", "batch", "every_turn", "off"]
 EXTRACTION_MODES: tuple[ExtractionMode, ...] = ("cues", "batch", "every_turn", "off")
 
-_CLAUSE_BREAK = re.compile(r"[。！？!?;；，,\n]+")
+_CLAUSE = re.compile(r"(?:[^。！？!?;；，,\n.]|\.(?![\s.]|$))+[。！？!?;；，,.]*")
+"""A clause with the punctuation that ends it (a question keeps its question mark); a full stop
+ends one, a dot inside a word ("3.5", "J.R.") does not."""
 _QUESTION = re.compile(
     r"(?:[?？]|吗|呢|么|嘛)\s*$|怎么样|多少|几点|什么|哪里|哪儿|是否|有没有"
     r"|^\s*(?:do|does|did|am|is|are|can|could|should|would|will|what|what's|where|who|how|why|when|which)\b",
@@ -66,7 +68,8 @@ class Cues:
 
 def _statements(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKC", text)
-    return [c.strip() for c in _CLAUSE_BREAK.split(folded) if c.strip() and not _QUESTION.search(c.strip())]
+    clauses = (m.group().strip() for m in _CLAUSE.finditer(folded))
+    return [c for c in clauses if c and not _QUESTION.search(c)]
 
 
 def memory_cues(text: str) -> Cues:
