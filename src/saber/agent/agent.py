@@ -428,7 +428,7 @@ class Agent:
         rejection = await checked_memory_text(turn.query)
         extraction = await off_loop_if_long(turn.query, functools.partial(
             memory.plan_extraction, turn.user_id, turn.query, rememberable=rejection is None))
-        if extraction.preferences:
+        if extraction.preferences and not extraction.memories:  # with both, one call at the end does both
             self._background_task(self._learn_preferences(turn.user_id, extraction.text), turn)
         turn.preferences = await memory.preferences(turn.user_id)
         try:
@@ -530,7 +530,8 @@ class Agent:
             return
         with _logged("memory extraction"):
             results = await memory.remember_turn(user_id, query, answer, use_model=extraction.memories,
-                                                 model_text=extraction.text if extraction.batched else None)
+                                                 model_text=extraction.text if extraction.batched else None,
+                                                 with_preferences=extraction.preferences)
             for r in results:
                 self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
 

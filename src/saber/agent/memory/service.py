@@ -22,6 +22,7 @@ from saber.agent.memory.cues import NO_EXTRACTION, ExtractionMode, ExtractionPol
 from saber.agent.memory.extract import ModelMemoryExtractor, extract_memories
 from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.agent.memory.history import DEFAULT_WINDOW, MAX_TOTAL_CHARS, ShortTermHistory
+from saber.agent.memory.joint import JointExtractor
 from saber.agent.memory.longterm import (
     DEFAULT_HALF_LIFE_DAYS,
     AddOutcome,
@@ -249,21 +250,30 @@ class MemoryService:
     # --- long-term memories ------------------------------------------------------------------
 
     async def remember_turn(
-        self, user_id: str, user_text: str, answer: str = "", *, use_model: bool = True, model_text: str | None = None
+        self, user_id: str, user_text: str, answer: str = "", *, use_model: bool = True, model_text: str | None = None,
+        with_preferences: bool = False,
     ) -> list[MemoryResult]:
         """Extract memories from a finished turn (rules, plus the model when there is one and
         ``use_model``) and store them. ``model_text``: what the model reads instead of this turn
-        (a batch of turns, given without the answer). A failing model call is logged and costs only
-        its own candidates."""
+        (a batch of turns, given without the answer). ``with_preferences``: the same model call
+        extracts the preferences too (one call instead of two). A failing model call is logged and
+        costs only its own candidates."""
         check_user_id(user_id)
         candidates = extract_memories(user_text)
+        results: list[MemoryResult] = []
         if use_model and self.model is not None:
+            text, context = (user_text, answer) if model_text is None else (model_text, "")
             try:
-                candidates += await ModelMemoryExtractor(self.model).extract(
-                    user_text if model_text is None else model_text, answer if model_text is None else "")
+                if with_preferences:
+                    preferences, found = await JointExtractor(self.model, city_normaliser=self.city_normaliser
+                                                              ).extract(text, context)
+                    results = (await self._apply_preferences(user_id, preferences))[1]
+                    candidates += found
+                else:
+                    candidates += await ModelMemoryExtractor(self.model).extract(text, context)
             except ModelError as exc:
                 log.warning("memory extraction for %s failed: %s", user_id, exc)
-        return await self._add(user_id, candidates)
+        return results + await self._add(user_id, candidates)
 
     async def remember(self, user_id: str, text: str, *, importance: float = 0.7) -> MemoryResult:
         """Store one memory the user asked for explicitly (an API call, a "remember" command)."""
