@@ -131,5 +131,21 @@ async def replan(
     except PlanParseError as exc:
         return ReplanResult(warnings=[*exc.warnings, f"replan output unusable: {exc}"], reason=reason, attempted=True,
                             usage=completion.usage)
-    return ReplanResult(nodes=parsed.nodes, warnings=parsed.warnings, reason=reason, attempted=True,
-                        usage=completion.usage)
+    fresh, repeats = _without_repeats(parsed.nodes, nodes)
+    warnings = [*parsed.warnings, *([f"replan repeated calls already made: {', '.join(repeats)}; left out"]
+                                   if repeats else [])]
+    return ReplanResult(nodes=fresh, warnings=warnings, reason=reason, attempted=True, usage=completion.usage)
+
+
+def _call(node: Node) -> str:
+    return json.dumps([node.type, node.target, node.params, node.goal], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _without_repeats(proposed: Sequence[Node], existing: Sequence[Node]) -> tuple[list[Node], list[str]]:
+    """The proposed nodes without those that repeat a call the graph has made already (same
+    tool or agent, same arguments): it succeeded, or it failed after its retries and would fail
+    again. A repeat another proposed node depends on is kept, so no edge is left dangling."""
+    made = {_call(n) for n in existing}
+    needed = {d for n in proposed for d in n.depends_on}
+    repeats = [n.id for n in proposed if _call(n) in made and n.id not in needed]
+    return [n for n in proposed if n.id not in repeats], repeats
