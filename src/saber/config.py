@@ -231,7 +231,7 @@ class Settings(BaseModel):
     graph_sub_agent_timeout: float = Field(_GRAPH.sub_agent_timeout, ge=0)
     """Seconds one attempt of a sub-agent may take (0 = no limit)."""
     graph_max_replan: int = Field(_GRAPH.max_replan, ge=0)
-    """Replans a task may make after a failure or when its graph drains (0 = off)."""
+    """Replans (model calls) a task may make when a node fails or its results cannot answer (0 = off)."""
     graph_replan_max_nodes: int = Field(3, ge=1)
     """Nodes one replan may add."""
     graph_hedge: float | None = Field(_GRAPH.hedge, ge=0)
@@ -289,6 +289,12 @@ class Settings(BaseModel):
     memory_min_relevance: float | None = None
     """How far above its similarity to neutral sentences a memory must score to be recalled;
     unset = the embedder's (saber.agent.memory.thresholds)."""
+    memory_extraction: Literal["cues", "batch", "every_turn", "off"] = "cues"
+    """When a model extracts memories and preferences from a turn (the rules always run): ``cues``
+    only on a turn that states something about the user ("I live in…", "记住…", "call me…");
+    ``batch`` once every ``memory_extraction_batch`` turns; ``every_turn``; ``off``."""
+    memory_extraction_batch: int = Field(5, ge=1)
+    """Turns one model extraction covers with ``memory_extraction = "batch"``."""
 
     # limits on what one request may carry (README: "Limits")
     max_query_chars: int = Field(100_000, ge=1)

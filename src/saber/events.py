@@ -97,7 +97,7 @@ class Plan(_Event):
     source: str = "model"
     """model | rules"""
     tools: list[str] | None = None
-    """The tools the planner was shown, when it was shown only the most relevant ones."""
+    """The tools the planner was shown, when it was not shown them all (None: every tool)."""
 
 
 @dataclass(frozen=True, kw_only=True)

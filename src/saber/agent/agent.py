@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from saber.agent.context import Turn
 from saber.agent.memory import MemoryService
+from saber.agent.memory.cues import ModelExtraction
 from saber.agent.modes.tool import ask_for_arguments, run_tool
 from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
@@ -285,7 +286,7 @@ class Agent:
 
             with approving_with(self.approvals.for_user(turn.user_id)):
                 answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
-            await self._finalize(turn, answer, remember=False)
+            await self._finalize(turn, answer, remember=None)
             return answer
 
         async with contextlib.aclosing(self._serve(turn, work)) as events:
@@ -403,27 +404,32 @@ class Agent:
             await turn.emit(Error(message=f"{type(exc).__name__}: {exc}", where="agent"))
             answer = ("请求失败：" if turn.lang == "zh" else "The request failed: ") + str(exc)
         mode = turn.route.mode if turn.route else "chat"
-        await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage.to_dict(),
+        await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage_report(),
                              model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
         await queue.put(None)
         query, answer = await redacted(turn.query), await redacted(answer)  # published: never a raw secret
         self.bus.publish("agent.chat", {  # after done: a slow subscriber never delays the answer
             "task_id": turn.task_id, "user_id": turn.user_id, "query": query, "answer": answer,
-            "mode": mode, "usage": turn.usage.to_dict(), "interrupted": interrupted,
+            "mode": mode, "usage": turn.usage_report(), "interrupted": interrupted,
         })
 
-    async def _prepare(self, turn: Turn) -> bool:
-        """History, preferences and memories for this turn. Returns whether the turn may be remembered."""
+    async def _prepare(self, turn: Turn) -> ModelExtraction | None:
+        """History, preferences and memories for this turn. Returns None when the turn may not be
+        remembered, else the model extraction it is worth (``memory.extraction``: no call when
+        the turn states nothing about the user)."""
         memory = self.services.memory
         if memory is None:
-            return False
+            return None
         turn.history = await memory.history(turn.user_id)
         await memory.append_history(turn.user_id, "user", await redacted(turn.query))
         _, results = await memory.update_preferences(turn.user_id, turn.query)
         for result in results:
             await turn.emit(result.to_event())
-        if memory.model is not None:
-            self._background_task(self._learn_preferences(turn.user_id, turn.query), turn)
+        rejection = await checked_memory_text(turn.query)
+        extraction = await off_loop_if_long(turn.query, functools.partial(
+            memory.plan_extraction, turn.user_id, turn.query, rememberable=rejection is None))
+        if extraction.preferences and not extraction.memories:  # with both, one call at the end does both
+            self._background_task(self._learn_preferences(turn.user_id, extraction.text), turn)
         turn.preferences = await memory.preferences(turn.user_id)
         try:
             recalled = await memory.recall(turn.user_id, turn.query, 3, relevant_only=True)
@@ -433,11 +439,10 @@ class Agent:
         turn.memories = [m.text for m in recalled]
         for m in recalled:
             await turn.emit(Memory(action="recalled", content=m.text))
-        rejection = await checked_memory_text(turn.query)
         if rejection is not None:
             await turn.emit(Memory(action="rejected", content="", reason=f"not remembered: {rejection.reason}"))
-            return False
-        return True
+            return None
+        return extraction
 
     async def _route(self, turn: Turn, options: RouteOptions) -> RouteDecision:
         loaded = await self.services.knowledge_loaded()
@@ -493,12 +498,12 @@ class Agent:
 
         return await run_chat(turn)
 
-    async def _finalize(self, turn: Turn, answer: str, remember: bool) -> None:
+    async def _finalize(self, turn: Turn, answer: str, remember: ModelExtraction | None) -> None:
         memory = self.services.memory
         if memory is not None:
             await memory.append_history(turn.user_id, "assistant", await redacted(answer))
-            if remember:
-                self._background_task(self._remember(turn.user_id, turn.query, answer))
+            if remember is not None:
+                self._background_task(self._remember(turn.user_id, turn.query, answer, remember))
 
     # -- background work ------------------------------------------------------------------------
 
@@ -519,12 +524,15 @@ class Agent:
             for r in results:
                 self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
 
-    async def _remember(self, user_id: str, query: str, answer: str) -> None:
+    async def _remember(self, user_id: str, query: str, answer: str, extraction: ModelExtraction) -> None:
         memory = self.services.memory
         if memory is None:
             return
         with _logged("memory extraction"):
-            for r in await memory.remember_turn(user_id, query, answer):
+            results = await memory.remember_turn(user_id, query, answer, use_model=extraction.memories,
+                                                 model_text=extraction.text if extraction.batched else None,
+                                                 with_preferences=extraction.preferences)
+            for r in results:
                 self.bus.publish("agent.memory", {"user_id": user_id, **r.to_event().data})
 
 

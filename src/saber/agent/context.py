@@ -53,9 +53,12 @@ class Turn:
     uncalled_tools: list[str] = field(default_factory=list)
     """Tools the route chose but could not call (no arguments could be made for them): chat says so."""
     prompt_tools: list[str] | None = None
-    """The tools the planner prompt listed when there were too many to list all (else None)."""
+    """The tools the planner prompt listed when it left some out (preselection, or a selection among
+    many); None when it listed them all."""
     selected_tools: list[str] | None = None
     """The tools the caller chose: always listed to the planner."""
+    replans: int = 0
+    """Model calls made to replan this turn's graph (reported in ``done``'s usage)."""
 
     @property
     def has_model(self) -> bool:
@@ -63,6 +66,10 @@ class Turn:
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
+
+    def usage_report(self) -> dict[str, int]:
+        """``done``'s usage: the tokens, and how many replans asked the model."""
+        return {**self.usage.to_dict(), "replans": self.replans}
 
     def system_prompt(self, base: Mapping[str, str]) -> str:
         extra = context_block(self.preferences, self.memories, self.lang)

@@ -48,5 +48,7 @@ class ReplanRequest:
     max: int
 
 
-Replanner = Callable[[ReplanRequest], Awaitable[Sequence[Node]]]
-"""Returns nodes to add (possibly none). They are validated with the graph before they run."""
+Replanner = Callable[[ReplanRequest], Awaitable[Sequence[Node] | None]]
+"""Returns nodes to add (possibly none). They are validated with the graph before they run.
+None declines the request (nothing to replan, no model asked): it spends no replan and emits no
+``replan`` event."""

@@ -56,9 +56,10 @@ class GraphConfig:
     on_failure: FailurePolicy = "skip"
     """skip: dependents of a failed node are skipped ("n1 failed: ...");
     continue: they run, and receive ``{"error": ..., "status": "failed"}`` as that input."""
-    max_replan: int = 0
-    """How many times the replanning hook (``GraphRuntime(replanner=...)``) may be called during
-    one task; 0 turns replanning off."""
+    max_replan: int = 2
+    """How many replans the replanning hook (``GraphRuntime(replanner=...)``) may make during one
+    task; 0 turns replanning off. Without a hook nothing is replanned (the Agent gives one when it
+    has a model); a hook that declines (returns None) spends nothing."""
     max_result_chars: int = 200_000
     """A node's result, JSON-encoded, is cut to this many characters (with a note saying so)."""
 

@@ -26,6 +26,8 @@ class ReplanDone:
     request: ReplanRequest
     nodes: list[Node]
     error: str | None = None
+    declined: bool = False
+    """The replanner returned None: it saw nothing to replan."""
 
 
 class Replanning:
@@ -36,6 +38,7 @@ class Replanning:
         task_id: str, live: Callable[[], bool],
         spawn: Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]],
         report: Callable[[ReplanDone], None],
+        streaming: Callable[[], bool] = lambda: False,
     ) -> None:
         self.replanner = replanner
         self.graph = graph
@@ -45,6 +48,9 @@ class Replanning:
         self.live = live
         self.spawn = spawn
         self.report = report
+        self.streaming = streaming
+        """True while the planner still writes the graph: a replan then could take ids the rest of the
+        plan uses, so a failure waits (``due``) until the plan is complete."""
         self.used = 0
         self.task: asyncio.Task[None] | None = None
         self.due: str | None = None
@@ -59,6 +65,8 @@ class Replanning:
             return False
         if not self.live():  # nobody would await it: no model call for a stopped task
             return False
+        if self.streaming():
+            return False
         self.used += 1
         self.due = None
         request = ReplanRequest(
@@ -70,6 +78,11 @@ class Replanning:
         self.task = self.spawn(self._worker(request), "saber-replan")
         return True
 
+    def plan_complete(self) -> None:
+        """The streamed plan is complete: replan now on a failure that waited for it."""
+        if self.due is not None:
+            self.start("failure", self.due)
+
     def after_failure(self, failed: list[Node]) -> None:
         """Replan on these failures now, or as soon as the replan under way is applied."""
         detail = "; ".join(f"{n.id} failed: {n.error}" for n in failed)
@@ -79,16 +92,20 @@ class Replanning:
     async def _worker(self, request: ReplanRequest) -> None:
         assert self.replanner is not None
         try:
-            nodes = list(await self.replanner(request))
+            proposed = await self.replanner(request)
+            nodes = [] if proposed is None else list(proposed)
         except Exception as exc:
             log.exception("replanner failed")
             self.report(ReplanDone(request=request, nodes=[], error=f"{type(exc).__name__}: {exc}"))
         else:
-            self.report(ReplanDone(request=request, nodes=nodes))
+            self.report(ReplanDone(request=request, nodes=nodes, declined=proposed is None))
 
     def apply(self, done: ReplanDone, events: list[Event]) -> None:
         self.task = None
-        if done.error is not None:
+        if done.declined:  # not a replan: the budget is given back, nothing is announced
+            self.used -= 1
+            self.nothing_to_add = done.request.reason == "drained"
+        elif done.error is not None:
             events.append(Error(message=f"replanning failed: {done.error}", where="replan"))
         else:
             try:

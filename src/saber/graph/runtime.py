@@ -102,7 +102,7 @@ class GraphRuntime:
         self._replan = Replanning(
             replanner, graph=self.graph, state=self._state, config=self.config, task_id=self.task_id,
             live=lambda: not self._cancelled and self._phase == "running", spawn=self._spawn,
-            report=self._queue.put_nowait,
+            report=self._queue.put_nowait, streaming=lambda: self._feed is not None and self._feed.open,
         )
         self._owner = new_owner() if checkpoint is not None else None
         """Who holds the task's lease in the checkpoint store while this runtime runs it."""
@@ -313,6 +313,8 @@ class GraphRuntime:
                 self._replan.graph_changed = True
             if isinstance(message, FeedClosed) and self.meta.pop(PLAN_INCOMPLETE, None):
                 self._replan.graph_changed = True  # saved again: the checkpoint now holds the whole plan
+            if isinstance(message, FeedClosed):
+                self._replan.plan_complete()
         else:
             return
         if failed:

@@ -1,4 +1,9 @@
-"""The planner prompt: tools, sub-agents, rules, one worked example, "JSON only".
+"""The planner prompt: rules, compact tool cards, sub-agents, one worked example, "JSON only".
+
+Kept short on purpose (it is paid on every plan): a card is one line of name, parameters and
+the description's first sentence; the example leaves out the fields that have defaults (type
+"tool", no dependencies, no race group). ``saber.planner.preselect`` decides which tools and
+sub-agents the agent lists.
 
 Chinese or English by the query's language. The user's preferences (city, timezone …) and the
 recent turns go into the user message as context, so the model fills arguments the user did
@@ -7,6 +12,8 @@ not repeat ("天气怎么样" from a user whose city is 北京).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,45 +26,70 @@ detect_language = language_of
 """The query's language (``saber.language.language_of``): the one rule the agent uses too."""
 
 _RULES = {
-    "zh": """你是一个任务规划器。根据用户的问题，输出一个 JSON 数组形式的执行计划（任务图）。
-规则：
-- 每个节点一个唯一 id：n1, n2, n3 ...
-- type 只能是 "tool" 或 "sub_agent"；tool 节点写 tool 和 params，sub_agent 节点写 agent 和 goal
-- params 必须符合工具的参数说明，必填参数不能缺
-- 如果节点 B 需要节点 A 的输出，B 的 depends_on 包含 A 的 id，参数里可以用 "$n1" 表示 n1 的结果
-- 功能可以互相替代的来源（如网页搜索和知识库检索）设相同的 race_group，例如 "search"；其他节点 race_group 为 null
-- 只使用下面列出的工具和子 Agent
-- 如果不需要任何工具就能回答，输出 []
-只输出 JSON，不要任何解释、不要 Markdown 代码块。""",
-    "en": """You are a task planner. Answer the user's request with an execution plan: a JSON array of nodes (a task graph).
-Rules:
-- Give every node a unique id: n1, n2, n3 ...
-- type is "tool" or "sub_agent"; a tool node has tool and params, a sub_agent node has agent and goal
-- params must follow the tool's parameters; never leave out a required one
-- If node B needs node A's output, B's depends_on lists A's id, and B's params may use "$n1" for n1's result
-- Interchangeable sources (web search and the knowledge base) share a race_group such as "search"; otherwise race_group is null
-- Use only the tools and sub-agents listed below
-- If no tool is needed to answer, output []
+    "zh": """你是一个任务规划器。把用户的问题写成执行计划：一个 JSON 数组，每个元素是一个节点：
+{"id":"n1","tool":"工具名","params":{...}}；子 Agent 节点写 {"id":"n2","type":"sub_agent","agent":"名字","goal":"..."}。
+- 只用下面列出的工具和子 Agent；必填参数不能缺
+- 节点需要另一个节点的输出时写 "depends_on":["n1"]，参数里可用 "$n1" 表示 n1 的结果；互不依赖的节点会并行执行
+- 可互相替代的来源（网页搜索和知识库检索）设相同的 "race_group":"search"
+- 不需要工具就输出 []
+只输出 JSON，不要解释，不要 Markdown 代码块。""",
+    "en": """You are a task planner. Write the user's request as an execution plan: a JSON array of nodes,
+{"id":"n1","tool":"tool_name","params":{...}}; a sub-agent node is {"id":"n2","type":"sub_agent","agent":"name","goal":"..."}.
+- Use only the tools and sub-agents listed below; give every required param
+- A node that needs another's output has "depends_on":["n1"] and may use "$n1" in its params for n1's result; independent nodes run in parallel
+- Interchangeable sources (web search and the knowledge base) share "race_group":"search"
+- If no tool is needed, output []
 Output JSON only: no explanation, no Markdown code fence.""",
 }
 
 _EXAMPLE = {
-    "zh": """示例（只演示格式，工具以上面的列表为准）—— 问题：“查一下上海的天气，再搜索 K8s service 有几种类型”
-[{"id":"n1","type":"tool","tool":"get_weather","params":{"city":"上海"},"depends_on":[],"race_group":null},
- {"id":"n2","type":"tool","tool":"search_web","params":{"query":"K8s service 类型"},"depends_on":[],"race_group":"search"},
- {"id":"n3","type":"tool","tool":"rag_search","params":{"query":"K8s service 类型"},"depends_on":[],"race_group":"search"}]""",
-    "en": """Example (format only; use the tools listed above) — request: "weather in Shanghai, and search what types of K8s services exist"
-[{"id":"n1","type":"tool","tool":"get_weather","params":{"city":"Shanghai"},"depends_on":[],"race_group":null},
- {"id":"n2","type":"tool","tool":"search_web","params":{"query":"K8s service types"},"depends_on":[],"race_group":"search"},
- {"id":"n3","type":"tool","tool":"rag_search","params":{"query":"K8s service types"},"depends_on":[],"race_group":"search"}]""",
+    "zh": """示例（只演示格式）—— 问题：“查一下上海的天气，再搜索 K8s service 有几种类型”
+[{"id":"n1","tool":"get_weather","params":{"city":"上海"}},{"id":"n2","tool":"search_web","params":{"query":"K8s service 类型"},"race_group":"search"},{"id":"n3","tool":"rag_search","params":{"query":"K8s service 类型"},"race_group":"search"}]""",
+    "en": """Example (format only) — request: "weather in Shanghai, and search what types of K8s services exist"
+[{"id":"n1","tool":"get_weather","params":{"city":"Shanghai"}},{"id":"n2","tool":"search_web","params":{"query":"K8s service types"},"race_group":"search"},{"id":"n3","tool":"rag_search","params":{"query":"K8s service types"},"race_group":"search"}]""",
 }
 
 _WORDS = {
-    "zh": {"tools": "可用工具：", "agents": "可用子 Agent：", "none": "（无）", "params": "参数",
+    "zh": {"tools": "可用工具：", "agents": "可用子 Agent：", "none": "（无）",
            "prefs": "用户偏好：", "history": "最近的对话：", "query": "用户问题：", "out": "请输出 JSON 计划："},
-    "en": {"tools": "Tools:", "agents": "Sub-agents:", "none": "(none)", "params": "params",
-           "prefs": "User preferences:", "history": "Recent conversation:", "query": "Request:", "out": "The JSON plan:"},
+    "en": {"tools": "Tools:", "agents": "Sub-agents:", "none": "(none)",
+           "prefs": "User preferences:", "history": "Recent conversation:", "query": "Request: ", "out": "The JSON plan:"},
 }
+
+_SENTENCE_END = re.compile(r"(?<=[.。!?！？])\s|(?<=[。！？])")
+MAX_CARD_CHARS = 100
+"""A tool's description in its card is cut to about this many characters (at a word)."""
+
+
+def _summary(description: str, limit: int = MAX_CARD_CHARS) -> str:
+    """The first sentence of a description, an unclosed parenthesis dropped, cut at a word."""
+    lines = description.strip().splitlines()
+    text = _SENTENCE_END.split(lines[0] if lines else "", maxsplit=1)[0].strip()
+    if text.count("(") > text.count(")"):
+        text = text[: text.rfind("(")].rstrip(" :,;")
+    if len(text) > limit:
+        cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+        text = cut.rstrip(" ,;:") + "…"
+    return text
+
+
+def tool_card(tool: Tool) -> str:
+    """A compact card: ``- get_weather(city, days=3, unit: c|f): Weather for a city.``
+
+    A required parameter is its bare name, typed when it is not a string; an optional one shows
+    its default (or ``?``); an enum lists its values."""
+    params = []
+    for p in tool.parameters:
+        if p.enum:
+            params.append(f"{p.name}: {'|'.join(str(e) for e in p.enum)}")
+        elif p.has_default and p.default is not None:
+            params.append(f"{p.name}={json.dumps(p.default, ensure_ascii=False)}")
+        elif not p.required:
+            params.append(f"{p.name}?")
+        else:
+            params.append(p.name if p.type == "string" else f"{p.name}: {p.type}")
+    summary = _summary(tool.description)
+    return f"- {tool.name}({', '.join(params)})" + (f": {summary}" if summary else "")
 
 
 def build_planner_prompt(
@@ -73,14 +105,11 @@ def build_planner_prompt(
     """``[system, user]`` messages asking for a plan of ``query``."""
     lang = language or detect_language(query)
     w = _WORDS[lang]
-    tool_lines = [t.to_prompt_line(params_word=w["params"]) for t in tools.values()] or [w["none"]]
-    agent_lines = [f"- {name}: {desc}" for name, desc in (agents or {}).items()] or [w["none"]]
-    system = "\n\n".join([
-        _RULES[lang],
-        w["tools"] + "\n" + "\n".join(tool_lines),
-        w["agents"] + "\n" + "\n".join(agent_lines),
-        _EXAMPLE[lang],
-    ])
+    tool_lines = [tool_card(t) for t in tools.values()] or [w["none"]]
+    sections = [_RULES[lang], w["tools"] + "\n" + "\n".join(tool_lines)]
+    if agents:  # no sub-agent section at all when none is offered
+        sections.append(w["agents"] + "\n" + "\n".join(f"- {name}: {_summary(desc, 160)}" for name, desc in agents.items()))
+    system = "\n\n".join([*sections, _EXAMPLE[lang]])
     parts: list[str] = []
     prefs = {k: v for k, v in (preferences or {}).items() if v not in (None, "")}
     if prefs:

@@ -1,6 +1,6 @@
 """Replanning: after a failure or a stage, the model may add a few nodes to the graph.
 
-Off by default (``ReplanBudget()`` allows none). The caller — the graph runtime, between
+A ``ReplanBudget()`` allows none; the Agent's comes from ``graph.max_replan``. The caller — the graph runtime, between
 nodes, never while it mutates the graph — passes the graph's state; the model sees what ran,
 what it returned or why it failed, and answers with new nodes only. They are validated like a
 plan (``parse_plan`` with ``existing`` and ``limit``): ids must not clash with existing ones, new
@@ -16,7 +16,7 @@ from typing import Any
 
 from saber.graph.node import Node, NodeStatus
 from saber.llm.base import ChatModel, ModelError
-from saber.llm.types import Message
+from saber.llm.types import Message, Usage
 from saber.planner.parse import parse_plan
 from saber.planner.prompt import Language, build_planner_prompt, detect_language
 from saber.planner.result import PlanParseError
@@ -55,6 +55,8 @@ class ReplanResult:
     reason: str = ""
     attempted: bool = False
     """False when the budget did not allow a model call."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens the model call used."""
 
 
 def describe_state(nodes: Sequence[Node], *, result_chars: int = 300) -> str:
@@ -127,5 +129,23 @@ async def replan(
     try:
         parsed = parse_plan(completion.text, tools, agents=agents, existing=existing, limit=budget.max_new_nodes)
     except PlanParseError as exc:
-        return ReplanResult(warnings=[*exc.warnings, f"replan output unusable: {exc}"], reason=reason, attempted=True)
-    return ReplanResult(nodes=parsed.nodes, warnings=parsed.warnings, reason=reason, attempted=True)
+        return ReplanResult(warnings=[*exc.warnings, f"replan output unusable: {exc}"], reason=reason, attempted=True,
+                            usage=completion.usage)
+    fresh, repeats = _without_repeats(parsed.nodes, nodes)
+    warnings = [*parsed.warnings, *([f"replan repeated calls already made: {', '.join(repeats)}; left out"]
+                                   if repeats else [])]
+    return ReplanResult(nodes=fresh, warnings=warnings, reason=reason, attempted=True, usage=completion.usage)
+
+
+def _call(node: Node) -> str:
+    return json.dumps([node.type, node.target, node.params, node.goal], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _without_repeats(proposed: Sequence[Node], existing: Sequence[Node]) -> tuple[list[Node], list[str]]:
+    """The proposed nodes without those that repeat a call the graph has made already (same
+    tool or agent, same arguments): it succeeded, or it failed after its retries and would fail
+    again. A repeat another proposed node depends on is kept, so no edge is left dangling."""
+    made = {_call(n) for n in existing}
+    needed = {d for n in proposed for d in n.depends_on}
+    repeats = [n.id for n in proposed if _call(n) in made and n.id not in needed]
+    return [n for n in proposed if n.id not in repeats], repeats

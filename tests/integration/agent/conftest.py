@@ -42,7 +42,8 @@ async def make_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Agent]]:
         settings = kwargs.pop("settings", None) or settings_for(tmp_path)
         embedder = HashingEmbedder()
         engine = kwargs.pop("knowledge", None) or RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
-        memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder, model=memory_model)
+        memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder, model=memory_model,
+                               extraction=settings.memory_extraction, extraction_batch=settings.memory_extraction_batch)
         agent = Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
         agents.append(agent)
         return agent

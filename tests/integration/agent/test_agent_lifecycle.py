@@ -189,7 +189,7 @@ async def test_cancelling_a_request_cancels_its_background_extraction(make_agent
             raise AssertionError("unreachable")
 
     agent = make_agent(None, builtin=False, tools=[gated_weather(started, release)], memory_model=StuckMemoryModel())
-    request = asyncio.create_task(agent.ask("上海天气怎么样", user_id="u1", task_id="t-bg"))
+    request = asyncio.create_task(agent.ask("我住在上海，上海天气怎么样", user_id="u1", task_id="t-bg"))
     await started.wait()
     await extraction_started.wait()
     assert agent.cancel("t-bg")

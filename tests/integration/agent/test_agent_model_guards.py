@@ -188,7 +188,7 @@ async def test_a_model_answer_that_leaves_out_a_failed_step_gets_it_named(
     city = "Paris" if query.isascii() else "巴黎"
     plan = json.dumps([{"id": "n1", "tool": "get_weather", "params": {"city": city}},
                        {"id": "n2", "tool": "get_time", "params": {"city": "Tokyo"}}])
-    model = ScriptedModel([plan, "It is 12:00 in Tokyo."])
+    model = ScriptedModel([plan, "[]", "It is 12:00 in Tokyo."])  # the replan after the failure adds nothing
     answer = await make_agent(model, builtin=False, tools=[failing_weather, city_time]).ask(query, mode="react")
     assert answer.answer == "It is 12:00 in Tokyo." + tail
     assert answer.answer == tokens(answer.events) and answer.model is not None
@@ -210,6 +210,6 @@ async def test_a_model_answer_that_owns_up_to_the_failure_is_left_as_it_is(make_
     city = "Paris" if said.isascii() else "巴黎"
     plan = json.dumps([{"id": "n1", "tool": "get_weather", "params": {"city": city}},
                        {"id": "n2", "tool": "get_time", "params": {"city": "Tokyo"}}])
-    answer = await make_agent(ScriptedModel([plan, said]), builtin=False,
+    answer = await make_agent(ScriptedModel([plan, "[]", said]), builtin=False,
                               tools=[failing_weather, city_time]).ask("weather in Paris, time in Tokyo", mode="react")
     assert answer.answer == said

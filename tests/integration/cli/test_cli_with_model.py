@@ -40,7 +40,8 @@ def test_ask_through_an_openai_compatible_endpoint(tmp_path: Path) -> None:
         env.update({"SABER_HOME": str(tmp_path), "SABER_LLM_BASE_URL": server.base_url, "SABER_LLM_MODEL": "fake-model",
                     "SABER_LLM_API_KEY": "sk-test", "SABER_SEARCH_BACKEND": "none",
                     "SABER_WEATHER_FORECAST_URL": "http://127.0.0.1:9/v1/forecast",
-                    "SABER_WEATHER_GEOCODING_URL": "http://127.0.0.1:9/v1/search"})
+                    "SABER_WEATHER_GEOCODING_URL": "http://127.0.0.1:9/v1/search",
+                    "SABER_MEMORY_EXTRACTION": "every_turn"})  # a question: by default no extraction call
         done = subprocess.run([sys.executable, "-m", "saber.cli", "ask", "东京现在几点，天气怎么样", "--json"], env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

@@ -47,8 +47,16 @@ async def test_the_planner_sees_a_selection_of_many_tools(make_agent: Callable[.
     assert shown.tools is not None and set(shown.tools) == set(selected)  # the caller's choice is always listed
 
 
-async def test_few_tools_are_all_listed(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
-    model = ScriptedModel(["[]", "Hello."])
-    agent = make_agent([], model)
+async def test_few_tools_are_all_listed_but_the_specialists_the_query_gives_no_cue_for(
+        make_agent: Callable[..., Agent], tmp_path: Path) -> None:
+    from saber.planner.preselect import SPECIALISTS
+
+    model = ScriptedModel(["[]", "Hello.", "[]", "Hello."])
+    agent = make_agent([], model, tools=[distractor(0)])
     answer = await agent.ask("say hello", mode="react")
-    assert next(e for e in answer.events if isinstance(e, Plan)).tools is None
+    listed = next(e for e in answer.events if isinstance(e, Plan)).tools
+    everything = set(agent.registry.snapshot())
+    assert listed is not None and set(listed) == everything - set(SPECIALISTS) and "manage_invoice_0" in listed
+    answer = await agent.ask("say hello", mode="react", selected_tools=sorted(everything - {"list_dir"}))
+    listed = next(e for e in answer.events if isinstance(e, Plan)).tools
+    assert listed is None and "- read_file(" in model.calls[2].prompt, "the caller's choice is all listed"

@@ -153,3 +153,24 @@ async def test_a_failing_replanner_is_reported_not_raised() -> None:
                                 GraphConfig(max_replan=1), on_event=rec, replanner=replanner).run()
     assert result.ok
     assert [e.message for e in rec.of("error")] == ["replanning failed: RuntimeError: planner model down"]  # type: ignore[attr-defined]
+
+
+
+async def test_a_replanner_that_declines_spends_no_replan_and_announces_nothing() -> None:
+    def boom(args: dict[str, Any]) -> str:
+        raise ValueError("no data")
+
+    asked: list[str] = []
+
+    async def replanner(request: ReplanRequest) -> Sequence[Node] | None:
+        asked.append(request.reason)
+        return None if len(asked) == 1 else [Node(id="fix", tool="ok")]
+
+    rec = Recorder()
+    tools = {"boom": fn_tool("boom", boom), "ok": fn_tool("ok", lambda a: "fine")}
+    result = await GraphRuntime(TaskGraph([Node(id="n1", tool="boom")]), tools, GraphConfig(max_replan=1),
+                                on_event=rec, replanner=replanner).run()
+    assert asked == ["failure", "drained"], "the declined failure left the one replan for later"
+    assert result.replans == 1 and result.nodes["fix"].status is NodeStatus.DONE
+    (replan,) = rec.of("replan")
+    assert replan.added == ["fix"] and replan.used == 1  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from graph_testkit import Gate, Recorder, fn_tool
+from graph_testkit import Gate, Recorder, fn_tool, until
 
 from saber.events import Error, NodeAdded, RaceWon
 from saber.graph import GraphRuntime, Node, NodeStatus
@@ -182,3 +182,37 @@ async def test_feeding_a_runtime_without_open_feed_is_refused() -> None:
     await runtime.run()
     with pytest.raises(RuntimeError, match="before run"):
         runtime.open_feed()
+
+
+async def test_a_failure_while_the_plan_streams_is_replanned_once_the_plan_is_complete() -> None:
+    from collections.abc import Sequence
+
+    from saber.graph import GraphConfig, ReplanRequest
+
+    asked: list[list[str]] = []
+
+    async def replanner(request: ReplanRequest) -> Sequence[Node]:
+        asked.append(sorted(n.id for n in request.nodes))
+        return [Node(id="n3", tool="ok")] if len(asked) == 1 else []
+
+    async def boom(args: dict[str, object]) -> str:
+        raise ToolError("down", retryable=False)
+
+    events = Recorder()
+    runtime = GraphRuntime([], {"boom": fn_tool("boom", boom), "ok": fn_tool("ok", lambda a: "fine")},
+                           GraphConfig(max_replan=2), on_event=events, replanner=replanner)
+    failed = events.seen("node_done", id="n1", status="failed")
+    runtime.open_feed()
+    run = asyncio.create_task(runtime.run())
+    runtime.add_nodes([Node(id="n1", tool="boom")])
+    await until(failed, run)
+    for _ in range(5):  # a replan started with the failure would have reached the replanner by now
+        await asyncio.sleep(0)
+    assert asked == [], "no replan while the planner may still write n2, n3..."
+    runtime.add_nodes([Node(id="n2", tool="ok")])  # the rest of the plan: its ids are its own
+    runtime.close_feed()
+    result = await run
+    assert asked[0] == ["n1", "n2"]
+    assert {n: result.nodes[n].status for n in ("n1", "n2", "n3")} == {
+        "n1": NodeStatus.FAILED, "n2": NodeStatus.DONE, "n3": NodeStatus.DONE}
+    assert not [e for e in events.events if isinstance(e, Error)]

@@ -72,3 +72,21 @@ async def test_unusable_reply_and_model_errors_become_warnings() -> None:
     err = await replan("q", _state(), TOOLS, model, budget=budget, reason="r")
     assert bad.nodes == [] and "unusable" in bad.warnings[-1]
     assert err.nodes == [] and "rate limited" in err.warnings[0]
+
+
+async def test_a_replan_that_repeats_calls_already_made_adds_only_the_new_ones() -> None:
+    reply = ('[{"id":"n3","tool":"rag_search","params":{"query":"x"}},'
+             '{"id":"n4","tool":"search_web","params":{"query":"x"}},'
+             '{"id":"n5","tool":"search_web","params":{"query":"French cities"}}]')
+    result = await replan("q", _state(), TOOLS, ScriptedModel([reply]), budget=ReplanBudget(max_replans=1),
+                          reason="n1 failed")
+    assert [n.id for n in result.nodes] == ["n5"]
+    assert "replan repeated calls already made: n3, n4; left out" in result.warnings
+
+
+async def test_a_repeat_a_new_node_depends_on_is_kept() -> None:
+    reply = ('[{"id":"n3","tool":"search_web","params":{"query":"x"}},'
+             '{"id":"n4","tool":"rag_search","params":{"query":"$n3"},"depends_on":["n3"]}]')
+    result = await replan("q", _state(), TOOLS, ScriptedModel([reply]), budget=ReplanBudget(max_replans=1),
+                          reason="n1 failed")
+    assert [n.id for n in result.nodes] == ["n3", "n4"]

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from saber.agent.memory._normalise import CityNormaliser, known_city
+from saber.agent.memory.cues import NO_EXTRACTION, ExtractionMode, ExtractionPolicy, ModelExtraction
 from saber.agent.memory.extract import ModelMemoryExtractor, extract_memories
 from saber.agent.memory.gates import Rejection, check_memory_text
 from saber.agent.memory.history import DEFAULT_WINDOW, MAX_TOTAL_CHARS, ShortTermHistory
+from saber.agent.memory.joint import JointExtractor
 from saber.agent.memory.longterm import (
     DEFAULT_HALF_LIFE_DAYS,
     AddOutcome,
@@ -97,9 +99,14 @@ class MemoryService:
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
         city_normaliser: CityNormaliser = known_city,
         clock: Callable[[], float] = time.time,
+        extraction: ExtractionMode = "cues",
+        extraction_batch: int = 5,
     ) -> None:
         self.store = store
         self.model = model
+        self.extraction = ExtractionPolicy(extraction, batch=extraction_batch)
+        """When the model is asked to extract (``memory.extraction``): by default only on a turn
+        whose cues say it states something about the user."""
         self.history_store = ShortTermHistory(store, window=history_window, max_total_chars=history_max_chars,
                                               clock=clock)
         self.longterm = LongTermMemory(
@@ -123,6 +130,8 @@ class MemoryService:
         min_relevance: float | None = None,
         half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
         pool_size: int | None = None,
+        extraction: ExtractionMode = "cues",
+        extraction_batch: int = 5,
     ) -> MemoryService:
         """PostgreSQL when ``database_url`` is given, else SQLite at ``home/saber.db``."""
         from saber.rag.embedder import LocalUSEEmbedder
@@ -139,7 +148,8 @@ class MemoryService:
             store = SQLiteMemoryStore(Path(home) / "saber.db" if home is not None else default_home() / "saber.db",
                                       pool_size=pool_size)
         return cls(store, embedder or LocalUSEEmbedder(), model=model, history_window=history_window,
-                   history_max_chars=history_max_chars, merge_threshold=merge_threshold, min_relevance=min_relevance, half_life_days=half_life_days)
+                   history_max_chars=history_max_chars, merge_threshold=merge_threshold, min_relevance=min_relevance,
+                   half_life_days=half_life_days, extraction=extraction, extraction_batch=extraction_batch)
 
     @classmethod
     def from_settings(
@@ -150,7 +160,8 @@ class MemoryService:
             model=model, history_window=settings.history_turns, history_max_chars=settings.history_max_chars,
             merge_threshold=settings.memory_merge_threshold, min_relevance=settings.memory_min_relevance,
             half_life_days=settings.memory_half_life_days,
-            pool_size=settings.db_pool_size,
+            pool_size=settings.db_pool_size, extraction=settings.memory_extraction,
+            extraction_batch=settings.memory_extraction_batch,
         )
 
     def close(self) -> None:
@@ -183,6 +194,13 @@ class MemoryService:
         check_user_id(user_id)
         extraction = extract_preferences_checked(text, city_normaliser=self.city_normaliser)
         return await self._apply_preferences(user_id, extraction)
+
+    def plan_extraction(self, user_id: str, text: str, *, rememberable: bool = True) -> ModelExtraction:
+        """Which model extraction calls this turn makes (none without a model); see ``memory.cues``."""
+        check_user_id(user_id)
+        if self.model is None:
+            return NO_EXTRACTION
+        return self.extraction.decide(user_id, text, rememberable=rememberable)
 
     async def learn_preferences(self, user_id: str, text: str) -> tuple[dict[str, str], list[MemoryResult]]:
         """Model-based extraction (for the background); nothing without a model or when it fails."""
@@ -232,18 +250,30 @@ class MemoryService:
     # --- long-term memories ------------------------------------------------------------------
 
     async def remember_turn(
-        self, user_id: str, user_text: str, answer: str = "", *, use_model: bool = True
+        self, user_id: str, user_text: str, answer: str = "", *, use_model: bool = True, model_text: str | None = None,
+        with_preferences: bool = False,
     ) -> list[MemoryResult]:
-        """Extract memories from a finished turn (rules, plus the model when there is one) and
-        store them. A failing model call is logged and costs only its own candidates."""
+        """Extract memories from a finished turn (rules, plus the model when there is one and
+        ``use_model``) and store them. ``model_text``: what the model reads instead of this turn
+        (a batch of turns, given without the answer). ``with_preferences``: the same model call
+        extracts the preferences too (one call instead of two). A failing model call is logged and
+        costs only its own candidates."""
         check_user_id(user_id)
         candidates = extract_memories(user_text)
+        results: list[MemoryResult] = []
         if use_model and self.model is not None:
+            text, context = (user_text, answer) if model_text is None else (model_text, "")
             try:
-                candidates += await ModelMemoryExtractor(self.model).extract(user_text, answer)
+                if with_preferences:
+                    preferences, found = await JointExtractor(self.model, city_normaliser=self.city_normaliser
+                                                              ).extract(text, context)
+                    results = (await self._apply_preferences(user_id, preferences))[1]
+                    candidates += found
+                else:
+                    candidates += await ModelMemoryExtractor(self.model).extract(text, context)
             except ModelError as exc:
                 log.warning("memory extraction for %s failed: %s", user_id, exc)
-        return await self._add(user_id, candidates)
+        return results + await self._add(user_id, candidates)
 
     async def remember(self, user_id: str, text: str, *, importance: float = 0.7) -> MemoryResult:
         """Store one memory the user asked for explicitly (an API call, a "remember" command)."""

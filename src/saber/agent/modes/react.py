@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer, with_failed_steps
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
+from saber.agent.modes.replan import model_replanner
 from saber.agent.observations import observations, rule_answer
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
 from saber.agent.tasks import TASK_KIND
 from saber.events import Error, Plan
-from saber.graph.agents import ReplanRequest
-from saber.graph.node import Node
 from saber.graph.persist import answered
 from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
@@ -26,13 +25,12 @@ from saber.llm.types import Message
 from saber.planner import (
     ParsedPlan,
     PlanParseError,
-    ReplanBudget,
     build_planner_prompt,
     parse_plan,
     plan_response_format,
-    replan,
     rule_plan,
 )
+from saber.planner.preselect import preselect_agents, preselect_tools
 from saber.tools.index import select_prompt_tools
 
 
@@ -59,11 +57,16 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
 
 
 def _planner_messages(turn: Turn, agents: Mapping[str, str]) -> list[Message]:
-    shown, turn.prompt_tools = select_prompt_tools(
-        turn.query, turn.tools, turn.services.tool_index, above=turn.services.settings.tools_select_above,
-        k=turn.services.settings.tools_select_k, keep=turn.selected_tools or ())
-    return build_planner_prompt(turn.query, shown, agents=agents, preferences=turn.preferences,
-                                history=turn.history, language=turn.lang)
+    """Cards only for the tools the query may need (``planner.preselect``, then the tool index
+    among many); ``turn.prompt_tools`` names them when some were left out."""
+    keep = turn.selected_tools or ()
+    candidates = preselect_tools(turn.query, turn.tools, keep=keep)
+    shown, selected = select_prompt_tools(
+        turn.query, candidates, turn.services.tool_index, above=turn.services.settings.tools_select_above,
+        k=turn.services.settings.tools_select_k, keep=keep)
+    turn.prompt_tools = selected if selected is not None or len(shown) == len(turn.tools) else list(shown)
+    return build_planner_prompt(turn.query, shown, agents=preselect_agents(turn.query, agents),
+                                preferences=turn.preferences, history=turn.history, language=turn.lang)
 
 
 _INLINE_PLAN_CHARS = 16_384
@@ -185,13 +188,5 @@ def _runtime_parts(turn: Turn) -> dict[str, Any]:
         "checkpoint": services.checkpoints,
     }
     if config.max_replan > 0 and turn.has_model:
-        budget = ReplanBudget(max_replans=config.max_replan, max_new_nodes=services.settings.graph_replan_max_nodes)
-        descriptions = services.agent_descriptions()
-
-        async def replanner(request: ReplanRequest) -> Sequence[Node]:
-            result = await replan(turn.query, request.nodes, turn.tools, turn.model, budget=budget,
-                                  reason=request.detail, agents=descriptions, language=turn.lang)
-            return result.nodes
-
-        parts["replanner"] = replanner
+        parts["replanner"] = model_replanner(turn)
     return parts
