@@ -10,6 +10,7 @@ gap; one that occurs twice (the clocks go back) uses the first and says so. Plac
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from saber.tools.base import Tool, tool
@@ -84,6 +85,14 @@ def describe_conversion(local: datetime, source: Place, target: Place, how: str)
         shift = " (the next day)" if there.date() > local.date() else " (the previous day)"
     return (f"{_moment(local)} in {_where(local, source)} is {_moment(there)}{shift} in {_where(there, target)}; "
             f"{how}. ISO 8601: {local.isoformat()} = {there.isoformat()}")
+
+
+CONVERSION_LINE = re.compile(
+    r"^(?P<from_time>\d{2}:\d{2}) on (?P<from_weekday>\w+), (?P<from_date>\d{4}-\d{2}-\d{2}) in (?P<source>.+?) "
+    r"is (?P<to_time>\d{2}:\d{2}) on (?P<to_weekday>\w+), (?P<to_date>\d{4}-\d{2}-\d{2})(?: \([^)]*day\))? "
+    r"in (?P<target>.+?); (?P<how>.+?)\. ISO 8601: \S+ = \S+$"
+)
+"""Reads back a ``describe_conversion`` line (answers rendered without a model use it)."""
 
 
 def make_convert_time_tool(*, clock: Clock = system_clock, resolver: PlaceResolver | None = None) -> Tool:
