@@ -36,7 +36,7 @@ def test_a_conversion_is_one_convert_time_call_in_tool_mode(query: str, params: 
 
 
 @pytest.mark.parametrize("query", ["东京和纽约现在几点", "What time is it in Tokyo and New York?", "明天下午3点北京和上海的天气",
-                                   "北京现在几点", "下午3点开会"])
+                                   "北京现在几点", "下午3点开会", "time in UTC+5:30 and UTC-3"])
 def test_questions_that_convert_nothing_are_not_conversions(query: str) -> None:
     assert conversion_request(query) is None
     assert route(query, tools=list(TOOLS), knowledge_loaded=False).tools != ["convert_time"]

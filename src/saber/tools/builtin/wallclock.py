@@ -16,14 +16,14 @@ _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四":
 _CN_NUM = r"[零〇一二两三四五六七八九十]{1,3}"
 _PERIOD = r"凌晨|清晨|早上|早晨|上午|中午|正午|下午|傍晚|晚上|夜里|夜间|半夜"
 _ZH_TIME = re.compile(
-    rf"(?:(?P<period>{_PERIOD})\s*)?(?<![0-9A-Za-z:.])(?P<hour>\d{{1,2}}|{_CN_NUM})\s*(?:"
+    rf"(?:(?P<period>{_PERIOD})\s*)?(?<![0-9A-Za-z:.+\-])(?P<hour>\d{{1,2}}|{_CN_NUM})\s*(?:"
     rf"[:：]\s*(?P<colon>\d{{2}})"
     rf"|[点點时](?:\s*(?:(?P<half>半)|(?P<quarter>一刻)|(?P<three>三刻)|(?P<minute>\d{{1,2}}|{_CN_NUM})\s*分?))?"
     r")"
 )
 _EN_TIME = re.compile(
-    r"(?<![\w:.])(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<ampm>[ap])\.?\s?m\b\.?"
-    r"|(?<![\w:.])(?P<hour24>\d{1,2}):(?P<minute24>\d{2})(?![\d:])(?:\s*(?:h|hrs|hours)\b)?"
+    r"(?<![\w:.+\-])(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<ampm>[ap])\.?\s?m\b\.?"
+    r"|(?<![\w:.+\-])(?P<hour24>\d{1,2}):(?P<minute24>\d{2})(?![\d:])(?:\s*(?:h|hrs|hours)\b)?"
     r"|\b(?P<word>noon|midday|midnight)\b",
     re.IGNORECASE,
 )
