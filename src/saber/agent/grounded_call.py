@@ -1,7 +1,8 @@
 """Tool mode's guard on a model-chosen call: grounded in the request, like a plan.
 
 A call the request contradicts — a place it does not name (``get_time("Asia/Shanghai")`` for
-"东京现在几点"), a value copied from a prompt's example — is not run as is. The model is asked once
+"东京现在几点"), a value copied from a prompt's example, a conversion's places swapped
+(``grounded_roles``) — is not run as is. The model is asked once
 more, told why; a call that then fits is run (a ``plan`` event says it was corrected). If the
 model keeps contradicting the request, the rules' call (its values taken from the request itself)
 runs, and the answer ends with a note saying so. When the query names places, only the query
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from saber.agent.context import Turn
+from saber.agent.grounded_roles import check_roles
 from saber.events import Plan
 from saber.graph.node import Node
 from saber.planner.grounding import GroundingContext, current_grounding, ground_call
@@ -40,14 +42,14 @@ async def ground_tool_call(turn: Turn, node: Node, ask_again: AskAgain) -> Groun
     context = _query_first(current_grounding())
     if context is None:
         return GroundedCall(node=node)
-    checked, warnings = ground_call(node, context)
+    checked, warnings = _check(node, context)
     if not warnings:
         return GroundedCall(node=node)
     reason = "; ".join(_for_model(w) for w in warnings)
     arguments = await ask_again(node, reason)
     if arguments is not None:
         again = dataclasses.replace(node, params=arguments)
-        _, more = ground_call(again, context)
+        _, more = _check(again, context)
         if not more:
             said = f"{node.id} {node.tool}: asked again with the reason, the model called {_call(again)}"
             await turn.emit(Plan(format="tool", nodes=[again.to_dict()], warnings=[*warnings, said], source="grounding"))
@@ -58,6 +60,15 @@ async def ground_tool_call(turn: Turn, node: Node, ask_again: AskAgain) -> Groun
     await turn.emit(Plan(format="tool", nodes=[checked.to_dict()] if checked is not None else [], warnings=warnings,
                          source="grounding"))
     return GroundedCall(node=checked, note=_note(turn.lang, node, checked, context))
+
+
+def _check(node: Node, context: GroundingContext) -> tuple[Node | None, list[str]]:
+    """The grounding's check of ``node``, then the roles of its places (``grounded_roles``)."""
+    checked, warnings = ground_call(node, context)
+    if checked is None:
+        return None, warnings
+    checked, more = check_roles(checked, context)
+    return checked, [*warnings, *more]
 
 
 def _query_first(context: GroundingContext | None) -> GroundingContext | None:

@@ -74,3 +74,27 @@ async def test_the_planner_is_shown_the_conversion_tool(make_agent: Callable[...
     answer = await make_agent(model).ask("把北京时间2026年1月15日下午3点换算成伦敦时间，再查伦敦天气", user_id="u1")
     assert answer.mode == "react" and "convert_time" in model.calls[0].prompt
     assert "is 07:00 on Thursday, 2026-01-15 in London" in model.calls[1].prompt
+
+
+def convert(**arguments: str) -> Completion:
+    return Completion(tool_calls=(ToolCall(id="c1", name="convert_time", arguments=arguments),))
+
+
+async def test_a_model_that_swaps_the_places_is_asked_again_then_overruled(make_agent: Callable[..., Agent]) -> None:
+    query = "把北京时间2026年1月15日下午3点换算成伦敦时间"
+    swapped = convert(time="15:00", from_timezone="Europe/London", to_timezone="Asia/Shanghai", date="2026-01-15")
+    right = convert(time="15:00", from_timezone="Asia/Shanghai", to_timezone="Europe/London", date="2026-01-15")
+    model = ScriptedModel([swapped, right, "伦敦是早上7点。"])
+    answer = await make_agent(model).ask(query, user_id="u1")
+    assert executed(answer).params["to_timezone"] == "Europe/London"
+    assert "is 07:00 on Thursday, 2026-01-15 in Europe/London" in str(executed(answer).tool_result)
+    assert "from_timezone='Europe/London' is not the place the request gives for from_timezone (北京)" in \
+        model.calls[1].messages[-1].content
+    assert answer.answer == "伦敦是早上7点。"
+
+    stubborn = ScriptedModel([swapped, swapped, "伦敦是早上7点。"])
+    answer = await make_agent(stubborn).ask(query, user_id="u2")
+    params = executed(answer).params
+    assert (params["from_timezone"], params["to_timezone"]) == ("北京", "伦敦")
+    assert "is 07:00 on Thursday, 2026-01-15 in London" in str(executed(answer).tool_result)
+    assert "再次询问也未改正" in answer.answer
