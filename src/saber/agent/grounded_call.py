@@ -21,7 +21,7 @@ from saber.agent.context import Turn
 from saber.agent.grounded_roles import check_roles
 from saber.events import Plan
 from saber.graph.node import Node
-from saber.planner.grounding import GroundingContext, current_grounding, ground_call
+from saber.planner.grounding import ELSEWHERE, GroundingContext, current_grounding, ground_call
 
 AskAgain = Callable[[Node, str], Awaitable[dict[str, Any] | None]]
 """Asks the model again for a call of ``node``'s tool, told ``reason``; its arguments, or None."""
@@ -45,6 +45,7 @@ async def ground_tool_call(turn: Turn, node: Node, ask_again: AskAgain) -> Groun
     checked, warnings = _check(node, context)
     if not warnings:
         return GroundedCall(node=node)
+    first = list(warnings)
     reason = "; ".join(_for_model(w) for w in warnings)
     arguments = await ask_again(node, reason)
     if arguments is not None:
@@ -59,7 +60,7 @@ async def ground_tool_call(turn: Turn, node: Node, ask_again: AskAgain) -> Groun
     warnings.append(f"{node.id} {node.tool}: asking the model again did not fix its call; {ran}")
     await turn.emit(Plan(format="tool", nodes=[checked.to_dict()] if checked is not None else [], warnings=warnings,
                          source="grounding"))
-    return GroundedCall(node=checked, note=_note(turn.lang, node, checked, context))
+    return GroundedCall(node=checked, note=_note(turn.lang, node, checked, context, first))
 
 
 def _check(node: Node, context: GroundingContext) -> tuple[Node | None, list[str]]:
@@ -91,14 +92,17 @@ def _call(node: Node) -> str:
     return f"{node.tool}({', '.join(f'{k}={v!r}' for k, v in node.params.items())})"
 
 
-def _note(lang: str, chosen: Node, ran: Node | None, context: GroundingContext) -> str:
-    """The answer's last paragraph: which call the model wanted, and what ran instead and why."""
-    places = "、".join(context.named_places) if lang == "zh" else ", ".join(context.named_places)
+def _note(lang: str, chosen: Node, ran: Node | None, context: GroundingContext, reasons: list[str]) -> str:
+    """The answer's last paragraph: which call the model wanted, and what ran instead and why.
+    ``reasons`` are the first check's warnings: "the request names …" when each was about a place
+    the request does not name; else (English) the reasons themselves."""
+    elsewhere = all(ELSEWHERE in r for r in reasons)
+    places = ("、" if lang == "zh" else ", ").join(context.named_places) if elsewhere else ""
     if lang == "zh":
-        why = f"请求中提到的是 {places}" if places else "它与请求所说不符"
+        why = f"（请求中提到的是 {places}）" if places else ""
         done = f"改用根据请求得出的调用 {_call(ran)}" if ran is not None else "请求中没有可用的值，因此没有调用工具"
-        return f"注：模型给出的调用 {_call(chosen)} 与请求不符（{why}），再次询问也未改正；{done}。"
-    why = f"the request names {places}" if places else "it does not match what the request says"
+        return f"注：模型给出的调用 {_call(chosen)} 与请求不符{why}，再次询问也未改正；{done}。"
+    why = f"the request names {places}" if places else "; ".join(_for_model(r) for r in reasons)
     done = (f"the call {_call(ran)}, made from the request itself, was run instead" if ran is not None
             else "the request gives no value for it, so no tool was called")
     return f"Note: the model's call {_call(chosen)} contradicted the request ({why}), and asking it again did not fix it; {done}."

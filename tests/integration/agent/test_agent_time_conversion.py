@@ -98,3 +98,14 @@ async def test_a_model_that_swaps_the_places_is_asked_again_then_overruled(make_
     assert (params["from_timezone"], params["to_timezone"]) == ("北京", "伦敦")
     assert "is 07:00 on Thursday, 2026-01-15 in London" in str(executed(answer).tool_result)
     assert "再次询问也未改正" in answer.answer
+
+
+async def test_a_time_the_query_does_not_give_is_not_converted(make_agent: Callable[..., Agent]) -> None:
+    wrong = convert(time="14:00", from_timezone="北京", to_timezone="伦敦", date="2026-01-15")
+    model = ScriptedModel([wrong, wrong, "伦敦是早上7点。"])
+    answer = await make_agent(model).ask("把北京时间2026年1月15日下午3点换算成伦敦时间", user_id="u1")
+    assert executed(answer).params["time"] == "下午3点"
+    assert "is 07:00 on Thursday, 2026-01-15 in London" in str(executed(answer).tool_result)
+    assert "time='14:00' is not the time the request gives (下午3点)" in model.calls[1].messages[-1].content
+    assert answer.answer.endswith("与请求不符，再次询问也未改正；改用根据请求得出的调用 convert_time(time='下午3点', "
+                                  "from_timezone='北京', to_timezone='伦敦', date='2026-01-15')。")
