@@ -53,7 +53,8 @@ async def ground_tool_call(turn: Turn, node: Node, ask_again: AskAgain) -> Groun
         _, more = _check(again, context)
         if not more:
             said = f"{node.id} {node.tool}: asked again with the reason, the model called {_call(again)}"
-            await turn.emit(Plan(format="tool", nodes=[again.to_dict()], warnings=[*warnings, said], source="grounding"))
+            found = [_TAIL.sub("", w) for w in warnings]  # the rules' repair was not needed
+            await turn.emit(Plan(format="tool", nodes=[again.to_dict()], warnings=[*found, said], source="grounding"))
             return GroundedCall(node=again)
         warnings = [*warnings, *(f"asked again: {w}" for w in more)]
     ran = f"the rules' call {_call(checked)} runs" if checked is not None else "no call can be made from the request"
