@@ -105,10 +105,11 @@ def find_needs(query: str, tools: Collection[str] | None = None) -> list[Need]:
     no tools are given)."""
     needs = [need for need in NEEDS if need.pattern.search(query)]
     if tools is None or CONVERT.tool in tools:
-        from saber.tools.builtin.conversion import conversion_request
+        from saber.tools.builtin.conversion import conversion_request, other_clocks
 
-        if conversion_request(query) is not None:
-            needs = [CONVERT, *(n for n in needs if n.name != "time")]
+        conversion = conversion_request(query)
+        if conversion is not None:  # the time need stays when another sentence asks a clock
+            needs = [CONVERT, *(n for n in needs if n.name != "time" or other_clocks(query, conversion))]
     return needs
 
 

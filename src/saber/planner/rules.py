@@ -193,9 +193,11 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
     warnings = warnings if warnings is not None else []
     time_places, weather_places = _places_asked(query, find_places or place_mentions)
     calls: list[tuple[str, dict[str, Any]]] = []
-    conversion = _conversion(query) if "convert_time" in tools else None
+    conversion, clocks = _conversion(query) if "convert_time" in tools else (None, [])
     if conversion is not None:
         calls.append(("convert_time", conversion))
+        param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location")) if "get_time" in tools else None
+        calls += [("get_time", {param: place}) for place in clocks if param is not None]
     elif kw.TIME.search(query) and "get_time" in tools:
         param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location"))
         if param is None:
@@ -219,12 +221,13 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
     return calls
 
 
-def _conversion(query: str) -> dict[str, Any] | None:
-    """``convert_time``'s arguments when the query converts a given time between places."""
-    from saber.tools.builtin.conversion import conversion_request
+def _conversion(query: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """``convert_time``'s arguments when the query converts a given time between places, and the
+    places whose current time another sentence of it asks."""
+    from saber.tools.builtin.conversion import conversion_request, other_clocks
 
     found = conversion_request(query)
-    return found.params() if found is not None else None
+    return (found.params(), other_clocks(query, found)) if found is not None else (None, [])
 
 
 def _places_asked(query: str, find_places: PlaceFinder) -> tuple[list[str], list[str]]:

@@ -68,3 +68,13 @@ def test_without_the_convert_tool_the_time_question_goes_on_as_before() -> None:
 def test_clock_times_as_written(text: str, hm: tuple[int, int]) -> None:
     found = find_clock_time(text)
     assert found is not None and (found.hour, found.minute) == hm and found.text == text
+
+
+@pytest.mark.parametrize("query", ["东京现在几点？把北京时间下午3点换算成伦敦时间",
+                                   "What time is it in Paris? And convert 3 pm Beijing time to London."])
+def test_another_sentence_asking_a_clock_keeps_its_get_time(query: str) -> None:
+    decision = route(query, tools=list(TOOLS), knowledge_loaded=False)
+    assert (decision.mode, decision.rule) == ("react", "keywords:react(convert+time)")
+    calls = [(n.tool, n.params.get("to_timezone") or n.params.get("timezone")) for n in rule_plan(query, TOOLS).nodes]
+    assert calls[0][0] == "convert_time" and calls[1][0] == "get_time" and len(calls) == 2
+    assert calls[0][1] in ("伦敦", "London") and calls[1][1] in ("东京", "Paris")

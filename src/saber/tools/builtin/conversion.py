@@ -23,6 +23,8 @@ _OTHER = re.compile(r"天气|气温|温度|下雨|下雪|航班|\bweather\b|\bte
 """Another question about the places at that time ("明天下午3点北京和上海的天气"): a clause asking it is
 no conversion; the others may be ("…换算成伦敦时间，再查伦敦天气")."""
 _CLAUSES = re.compile(r"(?<=[，,；;。！!？?\n])")
+_SENTENCES = re.compile(r"(?<=[；;。！!？?\n])")
+_CLOCK = re.compile(r"几点|时间|\btime\b|\bclock\b", re.IGNORECASE)
 _THEN = re.compile(r"\s*(?:是|的)?(?:几点|什么时间|现在)", re.IGNORECASE)
 _TO = re.compile(r"(?:(?:换算|转换|折算|转|换)(?:成|为|到)|是|等于|对应|相当于|成|为|到)\s*(?:的\s*)?$"
                  r"|\b(?:to|into)\s+(?:the\s+)?$", re.IGNORECASE)
@@ -36,6 +38,8 @@ class ConversionRequest:
     from_place: str
     to_place: str
     date: str | None = None
+    sentence: str = ""
+    """The sentence of the query that asks it (another may ask something else: ``other_clocks``)."""
 
     def params(self) -> dict[str, str]:
         out = {"time": self.time, "from_timezone": self.from_place, "to_timezone": self.to_place}
@@ -45,7 +49,23 @@ class ConversionRequest:
 
 
 def conversion_request(query: str) -> ConversionRequest | None:
-    """The conversion ``query`` asks for, or None when it asks none."""
+    """The conversion ``query`` asks for (in its first sentence that asks one), or None."""
+    for sentence in _SENTENCES.split(query):
+        found = _in_sentence(sentence)
+        if found is not None:
+            return found
+    return None
+
+
+def other_clocks(query: str, request: ConversionRequest) -> list[str]:
+    """Places whose current time the rest of ``query`` asks ("东京现在几点？把北京时间下午3点换算成伦敦时间"
+    asks 东京's clock too)."""
+    rest = query.replace(request.sentence, " ") if request.sentence else ""
+    return place_mentions(rest) if _CLOCK.search(rest) else []
+
+
+def _in_sentence(query: str) -> ConversionRequest | None:
+    sentence = query
     if _OTHER.search(query):
         query = "".join(c for c in _CLAUSES.split(query) if not _OTHER.search(c))
     try:
@@ -67,7 +87,7 @@ def conversion_request(query: str) -> ConversionRequest | None:
         source = min(places, key=lambda p: _distance(p, clock.start, clock.end))
         target = next(p for p in places if p != source)
     return ConversionRequest(time=clock.text, from_place=source[1], to_place=target[1],
-                             date=_date_text(query[:clock.start] + " " + query[clock.end:]))
+                             date=_date_text(query[:clock.start] + " " + query[clock.end:]), sentence=sentence)
 
 
 def _without_lead(name: str) -> str:
