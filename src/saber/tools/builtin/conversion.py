@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from saber.cities import SCAN_LIMIT
 from saber.tools.builtin.mentions import place_mentions
 from saber.tools.builtin.wallclock import ClockTimeError, find_clock_time, find_date
 
@@ -49,8 +50,9 @@ class ConversionRequest:
 
 
 def conversion_request(query: str) -> ConversionRequest | None:
-    """The conversion ``query`` asks for (in its first sentence that asks one), or None."""
-    for sentence in _SENTENCES.split(query):
+    """The conversion ``query`` asks for (in its first sentence that asks one), or None. Only the
+    first ``SCAN_LIMIT`` characters are read, as for place mentions: a request states its intent up front."""
+    for sentence in _SENTENCES.split(query[:SCAN_LIMIT]):
         found = _in_sentence(sentence)
         if found is not None:
             return found
@@ -60,7 +62,7 @@ def conversion_request(query: str) -> ConversionRequest | None:
 def other_clocks(query: str, request: ConversionRequest) -> list[str]:
     """Places whose current time the rest of ``query`` asks ("东京现在几点？把北京时间下午3点换算成伦敦时间"
     asks 东京's clock too)."""
-    rest = query.replace(request.sentence, " ") if request.sentence else ""
+    rest = query[:SCAN_LIMIT].replace(request.sentence, " ") if request.sentence else ""
     return place_mentions(rest) if _CLOCK.search(rest) else []
 
 
