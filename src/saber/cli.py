@@ -155,7 +155,7 @@ def ask(
         agent = _agent(settings)
         await _warn_mcp(agent)
         await _render(agent, agent.stream(text, user_id=user, mode=mode, selected_tools=selected, use_rag=rag or None),
-                      as_json)
+                      as_json, model=settings.llm_model)
 
     asyncio.run(run())
 
@@ -170,17 +170,19 @@ async def _warn_mcp(agent: Any) -> None:
                              f"{s['error'] or 'not connected yet'}"))
 
 
-async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool) -> None:
-    """Print a request's events; a model error makes the exit code 1, bad input 2, Ctrl-C 130."""
-    renderer: JsonRenderer | RichRenderer = JsonRenderer() if as_json else RichRenderer()
-    model_errors: list[str] = []
+async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool, *, model: str | None = None) -> None:
+    """Print a request's events; a failed request (``clikit.outcome``) makes the exit code 1, bad
+    input 2, Ctrl-C 130. ``model`` is the configured model, if any."""
+    from saber.clikit.outcome import Outcome
+
+    renderer: JsonRenderer | RichRenderer = JsonRenderer() if as_json else RichRenderer(model=model)
+    outcome = Outcome(model=model)
     try:
         async with contextlib.aclosing(events) as stream:  # closed here whatever ends the loop
             async for event in stream:
                 renderer.render(event.type, event.data, event.to_dict())
-                if event.type == "error":
-                    model_errors.append(str(event.data["message"]))
-                elif event.type == "approval_required" and not as_json and sys.stdin.isatty():
+                outcome.note(event.type, event.data)
+                if event.type == "approval_required" and not as_json and sys.stdin.isatty():
                     await _ask_approval(agent, event.data)
     except SystemExit:  # stdout's reader left (``saber ask … | head -1``): rich has silenced it; stop quietly
         await asyncio.shield(_close_now(agent))
@@ -200,8 +202,9 @@ async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool
             raise CLIError(str(exc), EXIT_USAGE) from None
         raise
     await agent.aclose()
-    if model_errors:
-        raise CLIError(model_errors[0], 1)
+    failure = outcome.failure()
+    if failure is not None:
+        raise CLIError(failure, 1)
 
 
 async def _ask_approval(agent: Any, question: dict[str, Any]) -> None:
@@ -285,7 +288,7 @@ def resume(
             if exc.code == EXIT_USAGE:
                 raise
             raise CLIError(f"no resumable task {task_id.strip()!r} (see `saber tasks`)") from None
-        await _render(agent, agent.resume(full), as_json)  # a finished task, another user's: the agent says why
+        await _render(agent, agent.resume(full), as_json, model=settings.llm_model)  # a finished task, another user's: the agent says why
 
     asyncio.run(run())
 

@@ -17,6 +17,7 @@ from saber.agent.prompts import Lang
 from saber.graph.node import Node, NodeStatus
 from saber.llm.nomodel import NO_MODEL_NOTE, NO_MODEL_NOTE_ZH
 from saber.tools.builtin.clock import TIME_LINE
+from saber.tools.builtin.timeconvert import CONVERSION_LINE
 
 WEEKDAYS_ZH = {"Monday": "星期一", "Tuesday": "星期二", "Wednesday": "星期三", "Thursday": "星期四", "Friday": "星期五",
                "Saturday": "星期六", "Sunday": "星期日"}
@@ -97,6 +98,26 @@ def render_time(text: str, lang: Lang) -> str | None:
     return f"In {place} it is {m.group('time')} on {m.group('weekday')}, {m.group('date')} ({details})."
 
 
+def render_conversion(text: str, lang: Lang) -> str | None:
+    """A ``convert_time`` result as a sentence: both wall-clock times, and how the date was chosen."""
+    m = CONVERSION_LINE.match(text.strip())
+    if m is None:
+        return None
+    if lang != "zh":
+        return (f"{m.group('from_time')} on {m.group('from_weekday')}, {m.group('from_date')} in {m.group('source')} "
+                f"is {m.group('to_time')} on {m.group('to_weekday')}, {m.group('to_date')} in {m.group('target')} "
+                f"({m.group('how')}).")
+    how = m.group("how")
+    notes = [f"没有给出日期，按{_place_zh(m.group('source'))}当地的今天计算" if how.startswith("no date was given") else ""]
+    notes.append("该时刻当天出现两次（时钟回拨），取第一次" if "occurs twice" in how else "")
+    said = "；".join(n for n in notes if n)
+    return (f"{_place_zh(m.group('source'))} {m.group('from_date')} "
+            f"{WEEKDAYS_ZH.get(m.group('from_weekday'), m.group('from_weekday'))} {m.group('from_time')}，"
+            f"是{_place_zh(m.group('target'))} {m.group('to_date')} "
+            f"{WEEKDAYS_ZH.get(m.group('to_weekday'), m.group('to_weekday'))} {m.group('to_time')}"
+            + (f"（{said}）" if said else "") + "。")
+
+
 def _weather_parts_zh(parts: str) -> str:
     out: list[str] = []
     for part in parts.split(", "):
@@ -131,7 +152,11 @@ def _place_of(node: Node) -> str:
         value = node.params.get(key)
         if value not in (None, ""):
             return str(value)
-    return ""
+    named = _NAMED_PLACE.search(str(node.error or ""))  # a tool of two places (convert_time): the one it did not know
+    return named.group(1) if named else ""
+
+
+_NAMED_PLACE = re.compile(r"unknown place '([^']+)'")
 
 
 _FAILURE_WORDS = re.compile(r"fail|could not|couldn't|cannot|can't|unavailable|unreachable|not available|error|down"
@@ -199,6 +224,9 @@ def _render_done(node: Node, answer: _Answer) -> None:
     result = node.result
     text = result if isinstance(result, str) else ""
     if node.tool == "get_time" and (line := render_time(text, answer.lang)):
+        answer.add(answer.facts, line)
+        return
+    if node.tool == "convert_time" and (line := render_conversion(text, answer.lang)):
         answer.add(answer.facts, line)
         return
     if node.tool == "get_weather" and (rendered := render_weather(text, answer.lang)):

@@ -8,7 +8,8 @@ names the rule that fired; the ``route`` event carries it to the user.
 The knowledge base is chosen when the query names it ("my notes", "知识库") or when its best
 passage is relevant (``KnowledgeEvidence``: calibrated relevance against a threshold, computed by
 ``saber.agent.relevance`` before routing) — not merely because documents exist. Small talk and
-thanks are chat. A time or weather question about several places is a plan with one call each.
+thanks are chat. A time or weather question about several places is a plan with one call each; a
+given time converted from one place to another is one ``convert_time`` call.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ NEEDS: tuple[Need, ...] = (
 """A query with two or more needs is a multi-step task (react); exactly one tool need is tool mode.
 The keywords themselves are in ``saber.planner.keywords``, shared with the rule planner."""
 
+CONVERT = Need(name="convert", tool="convert_time", pattern=kw.TIME)
+"""A given time of day converted between places ("把北京时间下午3点换算成伦敦时间"): it takes the place
+of the time need, so two places in it are one conversion, not two clocks (``conversion_request``)."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RouteOptions:
@@ -95,8 +100,17 @@ the interpreter (and so the event loop) for tens of milliseconds, and a request'
 stated up front."""
 
 
-def find_needs(query: str) -> list[Need]:
-    return [need for need in NEEDS if need.pattern.search(query)]
+def find_needs(query: str, tools: Collection[str] | None = None) -> list[Need]:
+    """What ``query`` asks for; a time conversion only when ``convert_time`` is among ``tools`` (or
+    no tools are given)."""
+    needs = [need for need in NEEDS if need.pattern.search(query)]
+    if tools is None or CONVERT.tool in tools:
+        from saber.tools.builtin.conversion import conversion_request, other_clocks
+
+        conversion = conversion_request(query)
+        if conversion is not None:  # the time need stays when another sentence asks a clock
+            needs = [CONVERT, *(n for n in needs if n.name != "time" or other_clocks(query, conversion))]
+    return needs
 
 
 Matcher = Callable[[str, Collection[str]], "str | None"]
@@ -110,7 +124,7 @@ def route(query: str, *, tools: Collection[str], knowledge_loaded: bool, options
     tool no keyword names (MCP tools)."""
     options = options or RouteOptions()
     query = query[:ROUTE_SCAN_CHARS]
-    needs = find_needs(query)
+    needs = find_needs(query, tools)
     need_names = [n.name for n in needs]
     if options.mode == "tool":  # the tools the query asks for; never "the first registered tool"
         allowed = list(options.selected_tools or tools)

@@ -47,11 +47,14 @@ class JsonRenderer:
 
 
 class RichRenderer:
-    """Progress lines on stderr, the answer on stdout (so ``saber ask ... > answer.txt`` works)."""
+    """Progress lines on stderr, the answer on stdout (so ``saber ask ... > answer.txt`` works).
+    ``model`` is the configured model: when it did not write the answer, the last line says so
+    (rather than that there is no model)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, model: str | None = None) -> None:
         self.streaming = False
         self.state = RunState()
+        self.model = model
 
     def render(self, kind: str, data: dict[str, Any], event: dict[str, Any]) -> None:
         self.state.note(kind, data)
@@ -66,7 +69,8 @@ class RichRenderer:
                 out().print(str(data["answer"]), markup=False, highlight=False, emoji=False)
             usage = data.get("usage") or {}
             extra = f" · {usage.get('total_tokens', 0)} tokens" if usage.get("total_tokens") else ""
-            who = data.get("model") or "no language model"
+            who = data.get("model") or (f"assembled by rules: the model {self.model} did not write this answer"
+                                        if self.model else "no language model")
             note = " · interrupted" if data.get("interrupted") else ""
             err().print(line((f"— {data['mode']} · {who}{extra}{note}", "dim")))
             return

@@ -7,6 +7,8 @@ The keywords live in ``saber.planner.keywords`` (shared with the router). Rules:
   review_agent (when present) → doc_agent, the last only when the query asks to save (保存, 落库,
   写入, 文档库, 知识库, save …); doc_agent depends on the writer (whose report it saves) and the review;
   a clause beside the request that asks the time or the weather is its own step, for the writer;
+- a given time of day converted between places ("把北京时间下午3点换算成伦敦时间", "convert 3 pm
+  Beijing time to London") → one convert_time (``tools.builtin.conversion``);
 - time words → one get_time per place or time zone the query names (all in parallel), else one for
   the preferred timezone or city, else one with the tool's default zone;
 - weather words → one get_weather per place the query names (time zones excluded), else the
@@ -191,7 +193,12 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
     warnings = warnings if warnings is not None else []
     time_places, weather_places = _places_asked(query, find_places or place_mentions)
     calls: list[tuple[str, dict[str, Any]]] = []
-    if kw.TIME.search(query) and "get_time" in tools:
+    conversion, clocks = _conversion(query) if "convert_time" in tools else (None, [])
+    if conversion is not None:
+        calls.append(("convert_time", conversion))
+        param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location")) if "get_time" in tools else None
+        calls += [("get_time", {param: place}) for place in clocks if param is not None]
+    elif kw.TIME.search(query) and "get_time" in tools:
         param = _place_param(tools["get_time"], ("timezone", "tz", "city", "location"))
         if param is None:
             calls.append(("get_time", {}))
@@ -212,6 +219,15 @@ def place_calls(query: str, tools: Mapping[str, Tool], preferences: Mapping[str,
             else:
                 warnings.append("get_weather skipped: no city in the query and no preferred city")
     return calls
+
+
+def _conversion(query: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """``convert_time``'s arguments when the query converts a given time between places, and the
+    places whose current time another sentence of it asks."""
+    from saber.tools.builtin.conversion import conversion_request, other_clocks
+
+    found = conversion_request(query)
+    return (found.params(), other_clocks(query, found)) if found is not None else (None, [])
 
 
 def _places_asked(query: str, find_places: PlaceFinder) -> tuple[list[str], list[str]]:

@@ -254,7 +254,7 @@ async def test_use_rag_false_keeps_the_knowledge_base_out(make_agent: Callable[.
 async def test_tool_mode_runs_the_place_the_query_names_not_the_one_the_model_chose(
         make_agent: Callable[..., Agent]) -> None:
     args = Completion(tool_calls=(ToolCall(id="c1", name="get_time", arguments={"timezone": "Asia/Tokyo"}),))
-    model = ScriptedModel([args, "It is noon in New York."])
+    model = ScriptedModel([args, args, "It is noon in New York."])  # asked again with the reason, it insists
     agent = make_agent(model, builtin=False, tools=[zone_time, city_weather])
     answer = await agent.ask("What time is it in New York?", user_id="u1", mode="tool")
     call = next(e for e in answer.events if isinstance(e, ToolCallEvent))

@@ -65,12 +65,14 @@ async def test_a_city_the_model_copied_from_the_prompt_example_is_replaced_by_th
         make_agent: Callable[..., Agent]) -> None:
     """The model's arguments are checked against the planner prompt's example (Shanghai); the rules'
     own call takes its values from the request, so only a model-chosen call is checked."""
-    model = ScriptedModel(['{"city": "Shanghai"}', "Paris is sunny."])
+    model = ScriptedModel(['{"city": "Shanghai"}', '{"city": "Shanghai"}', "Paris is sunny."])  # asked again, it insists
     agent = make_agent(model, builtin=False, tools=[city_weather])
     answer = await agent.ask("weather in Paris today", user_id="u1")
     assert call_of(answer).params == {"city": "Paris"}
     grounding = [e for e in answer.events if isinstance(e, Plan) and e.source == "grounding"]
     assert len(grounding) == 1 and "Shanghai" in grounding[0].warnings[0]
+    assert answer.answer.startswith("Paris is sunny.\n\nNote: the model's call get_weather(city='Shanghai')")
+    model.assert_complete()
 
 
 async def test_a_query_over_the_limit_is_refused_before_any_event(tmp_path: Path, make_agent: Callable[..., Agent]) -> None:

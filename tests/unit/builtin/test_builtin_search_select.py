@@ -164,7 +164,7 @@ def test_builtin_tools_from_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     settings = Settings(search_backend="searxng", searxng_url="http://searx.local", default_timezone="Asia/Tokyo",
                         tool_timeout=3.0)
     tools = {t.name: t for t in builtin_tools(settings)}
-    assert set(tools) == {"get_time", "get_weather", "search_web"}
+    assert set(tools) == {"get_time", "convert_time", "get_weather", "search_web"}
     assert tools["search_web"].race_group == "search"
     assert tools["get_time"].schema["properties"]["timezone"]["default"] == "Asia/Tokyo"
     assert tools["get_weather"].schema["required"] == ["city"]

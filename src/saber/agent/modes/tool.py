@@ -6,30 +6,13 @@ from saber.agent.context import Turn
 from saber.agent.generate import stream_answer, with_failed_steps
 from saber.agent.grounded_call import ground_tool_call
 from saber.agent.modes.chat import run_chat
+from saber.agent.modes.tool_args import corrected_arguments
 from saber.agent.observations import as_text
 from saber.agent.prompts import TOOL_ANSWER
 from saber.agent.render import ask_for_city, render_nodes
 from saber.events import Event, EventHandler, GraphReady, NodeDone, NodeStart, Step, Token, ToolCallEvent
 from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
-from saber.planner import rule_plan
-
-
-def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
-    """The single call the rules make of ``tool_name`` for this query, or None when they cannot
-    (e.g. the weather without a city in the query or the preferences)."""
-    tool = turn.tools.get(tool_name)
-    if tool is None:
-        return None
-    plan = rule_plan(turn.query, {tool_name: tool}, preferences=turn.preferences)
-    nodes = [n for n in plan.nodes if n.tool == tool_name]
-    if not nodes and tool.is_mcp:  # the rules know only the built-ins: fill an MCP tool's by parameter names
-        from saber.mcp.arguments import rule_arguments
-
-        args = rule_arguments(turn.query, tool, turn.preferences, default_timezone=turn.services.settings.default_timezone)
-        return Node(id="n1", tool=tool_name, params=args) if args is not None else None
-    return nodes[0] if len(nodes) == 1 else None
-
 
 _RUNTIME_BOOKKEEPING = (GraphReady, NodeStart, NodeDone, Step)
 """The runtime's own events: tool mode reports its one call as ``tool_call`` instead."""
@@ -46,12 +29,15 @@ def _tool_events(turn: Turn) -> EventHandler:
 
 
 async def run_tool(turn: Turn, node: Node) -> str:
-    """Execute ``node`` (with the runtime's retries and timeout) and answer from its result."""
-    if turn.tool_node_by_model:  # a model may copy a value from a prompt's example; the rules take theirs from the request
-        checked = await ground_tool_call(turn, node)
-        if checked is None:
-            return await run_chat(turn)
-        node = checked
+    """Execute ``node`` (with the runtime's retries and timeout) and answer from its result. A call
+    the model chose is first grounded in the request (``grounded_call``)."""
+    note = ""
+    if turn.tool_node_by_model:
+        grounded = await ground_tool_call(turn, node, lambda wrong, why: corrected_arguments(turn, wrong, why))
+        note = grounded.note
+        if grounded.node is None:
+            return await _with_note(turn, await run_chat(turn), note)
+        node = grounded.node
     runtime = GraphRuntime([node], turn.tools, turn.services.graph_config(max_replan=0), _tool_events(turn),
                            task_id=turn.task_id)
     run = await runtime.run()
@@ -68,7 +54,15 @@ async def run_tool(turn: Turn, node: Node) -> str:
                             default_timezone=turn.services.settings.default_timezone)
     answer = await stream_answer(turn, turn.messages(TOOL_ANSWER, prompt, with_history=False), fallback=fallback,
                                  where="tool")
-    return await with_failed_steps(turn, answer, [done])
+    return await _with_note(turn, await with_failed_steps(turn, answer, [done]), note)
+
+
+async def _with_note(turn: Turn, answer: str, note: str) -> str:
+    """``answer`` and, when there is one, ``note`` as its last paragraph (streamed as a token)."""
+    if not note:
+        return answer
+    await turn.emit(Token(content=f"\n\n{note}"))
+    return f"{answer}\n\n{note}"
 
 
 async def ask_for_arguments(turn: Turn, tools: list[str]) -> str:

@@ -13,11 +13,11 @@ import json
 from typing import Any
 
 from saber.agent.context import Turn
-from saber.agent.modes.tool import pick_tool_call
 from saber.events import Error
 from saber.graph.node import Node
 from saber.llm.text_tool_calls import extract_text_tool_calls, loads_lenient
 from saber.llm.types import Message
+from saber.planner import rule_plan
 from saber.tools.base import Tool
 
 _NATIVE = (
@@ -32,6 +32,22 @@ _JSON = (
 )
 
 
+def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
+    """The single call the rules make of ``tool_name`` for this query, or None when they cannot
+    (e.g. the weather without a city in the query or the preferences)."""
+    tool = turn.tools.get(tool_name)
+    if tool is None:
+        return None
+    plan = rule_plan(turn.query, {tool_name: tool}, preferences=turn.preferences)
+    nodes = [n for n in plan.nodes if n.tool == tool_name]
+    if not nodes and tool.is_mcp:  # the rules know only the built-ins: fill an MCP tool's by parameter names
+        from saber.mcp.arguments import rule_arguments
+
+        args = rule_arguments(turn.query, tool, turn.preferences, default_timezone=turn.services.settings.default_timezone)
+        return Node(id="n1", tool=tool_name, params=args) if args is not None else None
+    return nodes[0] if len(nodes) == 1 else None
+
+
 async def choose_tool_call(turn: Turn, tool_name: str) -> tuple[Node, bool] | None:
     """The call tool mode makes of ``tool_name``, and whether the model chose its arguments (None
     when neither the model nor the rules can fill it)."""
@@ -43,17 +59,36 @@ async def choose_tool_call(turn: Turn, tool_name: str) -> tuple[Node, bool] | No
     return (node, False) if node is not None else None
 
 
-async def model_arguments(turn: Turn, tool: Tool) -> dict[str, Any] | None:
-    """Validated arguments from the model, or None (after an ``error`` event saying why) when it fails."""
+_CORRECTION = (
+    "Your call {name}({arguments}) does not fit my request: {reason}. Call {name} again with the values my request "
+    "itself gives."
+)
+
+
+async def corrected_arguments(turn: Turn, node: Node, reason: str) -> dict[str, Any] | None:
+    """The model's arguments for ``node``'s tool when asked again, told why its first call (``node``)
+    does not fit the request; None when it fails or gives none."""
+    tool = turn.tools.get(node.tool or "")
+    if tool is None:
+        return None
+    arguments = json.dumps(node.params, ensure_ascii=False)
+    return await model_arguments(turn, tool, correction=_CORRECTION.format(name=tool.name, arguments=arguments,
+                                                                          reason=reason))
+
+
+async def model_arguments(turn: Turn, tool: Tool, *, correction: str | None = None) -> dict[str, Any] | None:
+    """Validated arguments from the model, or None (after an ``error`` event saying why) when it fails.
+    ``correction`` (said after the query) asks again, saying what was wrong with an earlier call."""
+    request = [Message.user(turn.query)] + ([Message.user(correction)] if correction else [])
     try:
-        raw = await _native(turn, tool)
+        raw = await _native(turn, tool, request)
     except Exception as exc:  # an endpoint without function calling rejects ``tools``; any failure is the model's
         await turn.emit(Error(message=f"tool arguments: native function calling failed ({exc}); trying a JSON prompt",
                               where="tool"))
         raw = None
     try:
         if raw is None:
-            raw = await _json_prompt(turn, tool)
+            raw = await _json_prompt(turn, tool, request)
         if raw is None:
             return None
         return tool.validate(raw)
@@ -62,8 +97,8 @@ async def model_arguments(turn: Turn, tool: Tool) -> dict[str, Any] | None:
         return None
 
 
-async def _native(turn: Turn, tool: Tool) -> dict[str, Any] | None:
-    messages = [Message.system(_NATIVE.format(name=tool.name)), Message.user(turn.query)]
+async def _native(turn: Turn, tool: Tool, request: list[Message]) -> dict[str, Any] | None:
+    messages = [Message.system(_NATIVE.format(name=tool.name)), *request]
     completion = await turn.model.complete(messages, tools=[tool], temperature=0)
     turn.add_usage(completion.usage)
     calls = [c for c in completion.tool_calls if c.name == tool.name]
@@ -75,10 +110,10 @@ async def _native(turn: Turn, tool: Tool) -> dict[str, Any] | None:
     return _object(completion.text) if completion.text.lstrip().startswith("{") else None
 
 
-async def _json_prompt(turn: Turn, tool: Tool) -> dict[str, Any] | None:
+async def _json_prompt(turn: Turn, tool: Tool, request: list[Message]) -> dict[str, Any] | None:
     system = _JSON.format(name=tool.name, description=tool.description,
                           schema=json.dumps(tool.schema, ensure_ascii=False))
-    completion = await turn.model.complete([Message.system(system), Message.user(turn.query)], temperature=0)
+    completion = await turn.model.complete([Message.system(system), *request], temperature=0)
     turn.add_usage(completion.usage)
     return _object(completion.text)
 
