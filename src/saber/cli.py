@@ -264,7 +264,9 @@ def _steps(task: dict[str, Any]) -> str:
     if "done" not in task:
         return f"{task['finished']}/{task['nodes']}"
     parts = [f"{task['done']} done"] + [f"{task[k]} {k}" for k in ("failed", "skipped") if task.get(k)]
-    return f"{', '.join(parts)} of {task['nodes']}"
+    cut = task.get("plan_truncated")
+    lost = f" (plan cut: {cut.get('dropped_nodes', 0)} dropped)" if isinstance(cut, dict) else ""
+    return f"{', '.join(parts)} of {task['nodes']}{lost}"
 
 
 @app.command()

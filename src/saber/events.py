@@ -98,6 +98,12 @@ class Plan(_Event):
     """model | rules"""
     tools: list[str] | None = None
     """The tools the planner was shown, when it was not shown them all (None: every tool)."""
+    truncated: str | None = None
+    """Why the plan is not all the model wrote or meant, in words (its output was cut by the
+    repetition guard or a token limit, the stream broke, it had more nodes than
+    ``planner_max_nodes``); None when the plan is whole."""
+    dropped_nodes: int = 0
+    """How many nodes the cut cost: begun but unfinished, past the cap, or written but not run."""
 
 
 @dataclass(frozen=True, kw_only=True)

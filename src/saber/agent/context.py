@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from saber.agent.plan_report import PlanReport
 from saber.agent.prompts import Lang, context_block
 from saber.agent.router import RouteDecision
 from saber.events import Event
@@ -59,6 +60,8 @@ class Turn:
     """The tools the caller chose: always listed to the planner."""
     replans: int = 0
     """Model calls made to replan this turn's graph (reported in ``done``'s usage)."""
+    plan_report: PlanReport = field(default_factory=PlanReport)
+    """What the react plan left out (cut, refused steps): said by the plan event and the answer."""
 
     @property
     def has_model(self) -> bool:

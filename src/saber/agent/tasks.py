@@ -32,7 +32,7 @@ async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfi
         counts = {s: sum(1 for n in saved.nodes if n.status.value == s) for s in ("done", "failed", "skipped")}
         out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
                     "query": _shown(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done,
-                    **counts, "state": task_state(saved)})
+                    **counts, "state": task_state(saved), "plan_truncated": saved.meta.get("plan_truncated")})
     return out
 
 

@@ -91,8 +91,9 @@ def progress_line(kind: str, data: dict[str, Any]) -> Any:
     if kind == "plan":
         steps = ", ".join(f"{n['id']}:{n.get('tool') or n.get('agent')}" for n in data["nodes"]) or "no steps"
         warnings = data.get("warnings") or []
+        cut = f" (cut off: {data['truncated']}; {data.get('dropped_nodes', 0)} node(s) dropped)" if data.get("truncated") else ""
         return line(("plan", "cyan"), " ", (f"{data.get('source')}/{data.get('format')}", "dim"), f" {steps}",
-                    (f" ({len(warnings)} warning(s))" if warnings else "", "yellow"))
+                    (f" ({len(warnings)} warning(s))" if warnings else "", "yellow"), (cut, "red"))
     if kind == "node_added":
         node = data.get("node") or {}
         deps = node.get("depends_on") or []

@@ -9,7 +9,10 @@ up). Two cheap checks on the tail of the text, both linear in the tail's length 
 
 Both also run with digits folded to 0, so "Step 1 … Step 2 …" counts — then only for a unit with
 words in it: the rows of a table of years and figures, or a list of IP addresses, differ only in
-their digits too, and they are answers, not loops.
+their digits too, and they are answers, not loops. Structured output (a JSON array or object, or
+any text the caller says is structured, such as a plan) is not folded: a plan's nodes differ
+only in their ids and numbers (n1 … n12, ``"page": 1`` … ``12``) and are a plan, not a loop; the
+same node written again and again, digits and all, still is one.
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ _DIGITS = re.compile(r"\d")
 _MIN_LETTERS = 3
 
 
-def repetition(text: str) -> str | None:
-    """A short description of the loop the end of ``text`` is stuck in, or None."""
+def repetition(text: str, *, structured: bool | None = None) -> str | None:
+    """A short description of the loop the end of ``text`` is stuck in, or None.
+
+    ``structured``: the text is data (a plan, tool arguments), so only an exact repetition is a
+    loop; None decides by the text itself (it is JSON when it opens with a bracket or brace)."""
     raw = text[-_TAIL:]
-    folded = _DIGITS.sub("0", raw)
-    for tail in (raw, folded):
+    if structured is None:
+        structured = looks_structured(text)
+    tails = (raw,) if structured else (raw, _DIGITS.sub("0", raw))
+    for tail in tails:
         unit = _periodic_unit(tail)
         if unit is not None and (tail is raw or _worded(unit)):
             return f"the model kept repeating {_show(unit)}"
@@ -35,6 +43,16 @@ def repetition(text: str) -> str | None:
         if line is not None:
             return f"the model kept repeating the line {_show(line)}"
     return None
+
+
+_JSON_START = re.compile(r'^\s*(?:<think>.*?</think>\s*)?(?:```[\w-]*\s*)?'
+                         r'(?:\[\s*(?:[\[{"\d\-\]]|true|false|null)|\{\s*["}])', re.S | re.I)
+"""JSON's opening: an array of values or an object with a key (not Markdown's "[a link](…)")."""
+
+
+def looks_structured(text: str) -> bool:
+    """Whether ``text`` opens as JSON (maybe in a code fence, maybe after a reasoning block)."""
+    return _JSON_START.match(text[:4000]) is not None
 
 
 def _worded(unit: str) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 
 from saber.llm.base import ChatModel, ModelError
 from saber.llm.deadline import time_left
-from saber.llm.degeneration import repetition
+from saber.llm.degeneration import looks_structured, repetition
 from saber.llm.limits import DEFAULT_MAX_TOKENS, GenerationLimits, Purpose, max_tokens_kwarg
 from saber.llm.types import (
     Completion,
@@ -41,6 +41,10 @@ from saber.tools.base import Tool
 _CHECK_EVERY = 48
 """Characters of new text between two repetition checks."""
 _TAIL = 2000
+_HEAD = 4000
+_STRUCTURED: frozenset[Purpose] = frozenset({"planner", "tool_arguments"})
+"""Purposes whose output is data: the repetition check does not fold digits (see ``degeneration``)."""
+_WHAT: dict[Purpose, str] = {"planner": "plan", "tool_arguments": "tool call", "extraction": "extraction"}
 
 
 class GuardedModel:
@@ -105,7 +109,7 @@ class GuardedModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> AsyncIterator[StreamChunk]:
-        _, limits = self._limits("answer")
+        purpose, limits = self._limits("answer")
         if max_tokens:
             limits = GenerationLimits(max_tokens=max_tokens, timeout=limits.timeout, stall=limits.stall)
         extra = max_tokens_kwarg(self.wrapped.stream, limits.max_tokens)
@@ -117,7 +121,8 @@ class GuardedModel:
             raise
         except Exception as exc:
             raise as_model_error(self.name, exc) from exc
-        watch = _Watch(self.name, limits, asyncio.get_running_loop().time())
+        watch = _Watch(self.name, limits, asyncio.get_running_loop().time(),
+                       structured=True if purpose in _STRUCTURED else None, what=_WHAT.get(purpose, "answer"))
         try:
             while True:
                 chunk = await watch.next(inner)
@@ -140,13 +145,20 @@ class GuardedModel:
 class _Watch:
     """The state of one guarded stream: how much text, when it last moved, and whether it is cut."""
 
-    def __init__(self, name: str, limits: GenerationLimits, start: float) -> None:
+    def __init__(self, name: str, limits: GenerationLimits, start: float, *, structured: bool | None = None,
+                 what: str = "answer") -> None:
         self.name = name
+        self.what = what
+        """What the stream is, in words ("answer", "plan"…), for the reason of a cut."""
+        self.structured = structured
+        """True for a plan or tool arguments; None: decided by the text (JSON or not)."""
         self.limits = limits
         self.end = start + limits.timeout
         self.moved = start
         self.tail = ""
         """The end of the text so far, enough for the repetition check."""
+        self.head = ""
+        """The start of the text (whether it is JSON)."""
         self.chars = 0
         self.checked = 0
         self.cut: str | None = None
@@ -195,11 +207,14 @@ class _Watch:
             self.moved = asyncio.get_running_loop().time()
         if isinstance(chunk, TextDelta):
             self.tail = (self.tail + piece)[-_TAIL:]
+            if len(self.head) < _HEAD:
+                self.head += piece[:_HEAD - len(self.head)]
         if self.chars - self.checked >= _CHECK_EVERY:
             self.checked = self.chars
-            self.cut = repetition(self.tail)
+            structured = self.structured if self.structured is not None else looks_structured(self.head)
+            self.cut = repetition(self.tail, structured=structured)
         if self.cut is None and self.chars > self.limits.max_chars:
-            self.cut = f"the answer passed the limit of {self.limits.max_tokens} tokens"
+            self.cut = f"the {self.what} passed the limit of {self.limits.max_tokens} tokens"
         return self.cut
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 _THINK = re.compile(r"<(think|thinking|reasoning|thought)>.*?</\1>", re.S | re.I)
 _THINK_CLOSE = re.compile(r"^.*?</(?:think|thinking|reasoning|thought)>", re.S | re.I)
 _THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning|thought)>", re.I)
+_THINK_END = re.compile(r"</(?:think|thinking|reasoning|thought)>", re.I)
 # End-of-turn and role tokens that leak from chat templates (the text tool-call markers are kept).
 _TEMPLATE_TOKENS = re.compile(
     r"<\|(?:im_start|im_end|eot_id|end_of_text|endoftext|end|assistant|start_header_id|end_header_id"
@@ -30,6 +31,14 @@ def strip_reasoning(text: str) -> tuple[str, bool]:
     cleaned = _THINK_CLOSE.sub("", cleaned)  # "...reasoning</think>[...]" (opening tag eaten by the server)
     cleaned = _THINK_OPEN.sub("", cleaned)  # an unclosed block: keep its text, the plan may be inside
     return cleaned, cleaned != text
+
+
+def in_reasoning(text: str) -> bool:
+    """Whether ``text`` ends inside a reasoning block (its ``<think>`` has no closing tag yet)."""
+    if "<" not in text:
+        return False
+    opened = [m.end() for m in _THINK_OPEN.finditer(text)]
+    return bool(opened) and _THINK_END.search(text, opened[-1]) is None
 
 
 def strip_template_tokens(text: str) -> str:

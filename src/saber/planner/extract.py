@@ -21,6 +21,13 @@ class Found:
     shape: Shape
     repaired: bool
     truncated: bool
+    """The text ends inside the value: the end of the plan is missing."""
+    closed: bool = True
+    """Every node found was closed in the text (its object's closing brace is there), so more
+    text cannot change it: the value is complete, or it is an array whose unfinished last element
+    was left out. False for a cut object holding the nodes (a truncated string may be in them)."""
+    unfinished: bool = False
+    """A node the text began but did not finish was left out."""
 
 
 def find_plans(text: str) -> Iterator[Found]:
@@ -65,10 +72,12 @@ def _decode(text: str, span: Span) -> Found | None:
     truncated = not span.closed and not span.mismatched
     if truncated and span.element_start is None and text[span.start] == "{" and "[" not in chunk:
         return None  # one object cut off mid-way: nothing complete to keep
-    if truncated and span.element_start is not None:
+    unfinished = truncated and span.element_start is not None
+    if unfinished:
         chunk = text[span.start:span.element_start].rstrip().rstrip(",")
     value, repaired = loads_lenient(chunk)
     shape = recognise(value)
     if shape is None:
         return None
-    return Found(shape=shape, repaired=repaired or truncated, truncated=truncated)
+    closed = span.closed or text[span.start] == "["  # a top-level array is cut between its elements
+    return Found(shape=shape, repaired=repaired or truncated, truncated=truncated, closed=closed, unfinished=unfinished)

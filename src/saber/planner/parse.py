@@ -28,6 +28,10 @@ from saber.tools.base import Tool
 
 log = logging.getLogger(__name__)
 
+_CUT_NOTE = "the plan was cut off; kept its complete nodes"
+_CLOSING_TAGS: dict[str, tuple[str, ...]] = {"hermes": ("</tool_call>",), "qwen_xml": ("</function>", "</tool_call>")}
+"""Dialects whose calls end in a tag: a text ending in one has its last call closed."""
+
 MAX_PLAN_NODES = 64
 """Default cap on a plan's nodes (the agent passes the ``planner_max_nodes`` setting)."""
 
@@ -40,6 +44,7 @@ def parse_plan(
     existing: Mapping[str, Node] | None = None,
     limit: int | None = None,
     max_nodes: int = MAX_PLAN_NODES,
+    partial: bool = False,
 ) -> ParsedPlan:
     """Read a planner's output into validated nodes.
 
@@ -54,6 +59,10 @@ def parse_plan(
 
     A candidate with more than ``max_nodes`` nodes keeps its first ``max_nodes``, with a warning.
 
+    ``partial=True`` reads the start of an output still streaming: nothing that needs the whole
+    plan is decided (see ``validate_nodes``), and ``last_node_closed`` says whether its last node
+    can still grow.
+
     Returns a ParsedPlan (``nodes == []`` means the model said no tool is needed: an explicit
     ``[]`` and no usable candidate). Raises PlanParseError when no plan is found, when every
     candidate had nodes and none survived, or when reading the text failed in any other way
@@ -62,7 +71,7 @@ def parse_plan(
     if not isinstance(text, str):
         raise PlanParseError(f"planner output must be text, got {type(text).__name__}")
     try:
-        return _parse(text, tools, agents=agents, existing=existing, limit=limit, max_nodes=max_nodes)
+        return _parse(text, tools, agents=agents, existing=existing, limit=limit, max_nodes=max_nodes, partial=partial)
     except PlanParseError:
         raise
     except RecursionError:
@@ -74,7 +83,7 @@ def parse_plan(
 
 
 def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | None,
-           existing: Mapping[str, Node] | None, limit: int | None, max_nodes: int) -> ParsedPlan:
+           existing: Mapping[str, Node] | None, limit: int | None, max_nodes: int, partial: bool) -> ParsedPlan:
     warnings: list[str] = []
     cleaned, had_reasoning = strip_reasoning(strip_template_tokens(text))
     if had_reasoning:
@@ -93,7 +102,8 @@ def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | 
             if key in tried:
                 continue
             tried.add(key)
-        checked = validate_nodes(candidate.raw, tools, agents=agents, existing=existing, limit=limit)
+        checked = validate_nodes(candidate.raw, tools, agents=agents, existing=existing, limit=limit, partial=partial,
+                                 whole=not candidate.cut)
         if checked.nodes:
             skipped = [f"skipped an earlier {c.shape} candidate with no usable node: " + "; ".join(v.dropped.values())
                        for c, v in failed]
@@ -122,11 +132,16 @@ class _Candidate:
     repaired: bool = False
     notes: tuple[str, ...] = ()
     """Warnings that belong to this candidate (a repair, a cut-off plan, a dialect's quirks)."""
+    cut: tuple[str, ...] = ()
+    """Why the candidate is not the whole plan (see ``ParsedPlan.cut``)."""
+    dropped: int = 0
+    closed: bool = False
 
 
 def _plan(candidate: _Candidate, warnings: list[str], nodes: list[Node]) -> ParsedPlan:
     return ParsedPlan(nodes=nodes, format="repaired" if candidate.repaired else candidate.shape, warnings=warnings,
-                      shape=candidate.shape, repaired=candidate.repaired)
+                      shape=candidate.shape, repaired=candidate.repaired, cut="; ".join(candidate.cut) or None,
+                      dropped_nodes=candidate.dropped, last_node_closed=candidate.closed)
 
 
 def _key(raw: list[RawNode]) -> str:
@@ -136,7 +151,10 @@ def _key(raw: list[RawNode]) -> str:
 def _capped(candidate: _Candidate, max_nodes: int) -> _Candidate:
     note = (f"the plan has {len(candidate.raw)} nodes, over the limit of {max_nodes} (planner_max_nodes); "
             f"kept the first {max_nodes}")
-    return replace(candidate, raw=candidate.raw[:max_nodes], notes=(*candidate.notes, note))
+    over = len(candidate.raw) - max_nodes
+    return replace(candidate, raw=candidate.raw[:max_nodes], notes=(*candidate.notes, note),
+                   cut=(*candidate.cut, f"it has {len(candidate.raw)} nodes, over the limit of {max_nodes}"),
+                   dropped=candidate.dropped + over)
 
 
 def _pythonic(found: PythonicPlan | None, warnings: list[str]) -> Iterator[_Candidate]:
@@ -153,13 +171,17 @@ def _candidates(text: str, tools: Mapping[str, Tool], agents: Mapping[str, str],
     yield from _pythonic(strict, warnings)
     dialect = extract_text_tool_calls(text)
     if dialect is not None and dialect.calls:
-        yield _Candidate(shape=dialect.format, raw=from_tool_calls(dialect.calls), notes=tuple(dialect.warnings))
+        closing = _CLOSING_TAGS.get(dialect.format)
+        yield _Candidate(shape=dialect.format, raw=from_tool_calls(dialect.calls), notes=tuple(dialect.warnings),
+                         closed=closing is not None and text.rstrip().endswith(closing))
     found_any = False
     for found in find_plans(text):
         found_any = True
-        note = ("the plan was cut off; kept its complete nodes",) if found.truncated else \
-            ("repaired broken JSON",) if found.repaired else ()
-        yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note)
+        note = (_CUT_NOTE + (" (an unfinished one was left out)" if found.unfinished else ""),) if found.truncated \
+            else ("repaired broken JSON",) if found.repaired else ()
+        yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note,
+                         cut=("the output ends inside the plan",) if found.truncated else (),
+                         dropped=int(found.unfinished), closed=found.closed)
     if strict is None:  # calls picked out of prose: after the JSON ones
         yield from _pythonic(parse_pythonic(text, tools, agents, strict=False), warnings)
     compiled_notes: list[str] = []

@@ -26,6 +26,16 @@ class ParsedPlan:
     shape: str = ""
     """The underlying shape, also when ``format`` is "repaired"."""
     repaired: bool = False
+    cut: str | None = None
+    """Why the plan read is not all the model wrote or meant, in words (the text ends inside the
+    plan; it has more nodes than allowed), or None."""
+    dropped_nodes: int = 0
+    """Nodes left out because the plan was cut: a last node the text began but did not finish,
+    and nodes past the ``max_nodes`` cap."""
+    last_node_closed: bool = False
+    """The text closes the last node (a JSON object whose closing brace arrived), so more text
+    cannot change it. False when that cannot be told (other shapes): a reader of a streaming
+    output then waits for the next node or the end."""
 
     @property
     def empty(self) -> bool:

@@ -10,6 +10,7 @@ never finish untangled (``races.py``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,10 @@ from saber.planner.shapes import RawNode, params_object
 from saber.tools.base import Tool
 from saber.tools.coerce import unknown_keys
 from saber.tools.errors import ToolArgumentError
+
+_NODE_ID = re.compile(r"n\d+")
+"""The ids the planner prompt asks for: ``${n9}`` naming none of them is a placeholder gone wrong
+(``${HOME}`` may be text a tool takes)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +63,8 @@ class _Work:
     goal_refs: list[str] = field(default_factory=list)
     """Nodes named in a sub-agent's goal ("根据 $n1 写报告"): dependencies, but text stays as written."""
     deps: list[str] = field(default_factory=list)
+    repeats: str | None = None
+    """The earlier node this one repeats word for word, id included."""
 
 
 def validate_nodes(
@@ -68,17 +75,25 @@ def validate_nodes(
     existing: Mapping[str, Node] | None = None,
     limit: int | None = None,
     placeholders: bool = True,
+    partial: bool = False,
+    whole: bool = True,
 ) -> Validated:
     """Nodes ready for a TaskGraph. ``existing`` are nodes already in the graph (a replan): new
     ids must not clash with them, new nodes may depend on them. ``limit`` caps the new nodes.
 
     ``placeholders=False`` takes params and goals as literal text (the rule planner copies the
-    user's query into them): nothing in them becomes a dependency or is rewritten."""
+    user's query into them): nothing in them becomes a dependency or is rewritten.
+
+    ``partial=True``: ``raw`` is the start of a plan still being written (streamed planning), so
+    what needs the whole plan is not decided: grounding adds no node for a place the query names
+    (the model may write it next) — it repairs or drops complete nodes only. ``whole=False``: the
+    plan is known to be cut (a token limit, ``max_nodes``): no node is added for what it misses
+    either — the caller reports the cut instead."""
     warnings: list[str] = []
     dropped: dict[str, str] = {}
     existing = existing or {}
     agents = agents or {}
-    work, alias = _assign_ids(raw, existing, warnings)
+    work, alias = _assign_ids(raw, existing, warnings, partial=partial)
 
     def drop(item: _Work, reason: str) -> None:
         dropped[item.id] = reason
@@ -86,6 +101,9 @@ def validate_nodes(
 
     kept: list[_Work] = []
     for item in work:
+        if item.repeats is not None:
+            drop(item, f"it repeats {item.repeats} word for word (same id, same call)")
+            continue
         problem = _check(item, tools, agents, alias if placeholders else None, existing)
         if problem is None and limit is not None and len(kept) >= limit:
             problem = f"more than the {limit} new node(s) allowed"
@@ -98,7 +116,14 @@ def validate_nodes(
     kept = _cascade(kept, dropped, warnings)
     for item in kept:
         _resolve_deps(item, alias, existing, dropped, warnings)
-    _break_cycles(kept, warnings)
+    broken = _break_cycles(kept, warnings)
+    if broken:  # a node whose placeholder lost its edge would run with the placeholder's text
+        for node_id, target in broken.items():
+            drop(next(i for i in kept if i.id == node_id),
+                 f"its params need the result of {target}, which depends on it (a cycle)")
+        kept = _cascade([i for i in kept if i.id not in dropped], dropped, warnings)
+        for item in kept:
+            item.deps = [d for d in item.deps if d not in dropped]
     groups = untangle_races(
         {**{n.id: n.race_group for n in existing.values()}, **{i.id: _race_group(i.raw.get("race_group")) for i in kept}},
         {**{n.id: n.depends_on for n in existing.values()}, **{i.id: i.deps for i in kept}},
@@ -110,13 +135,16 @@ def validate_nodes(
         for i in kept
     ]
     if placeholders:  # a model's plan: copied example values and ignored entities (grounding.py)
-        nodes, grounded, gone = ground_nodes(nodes, existing=existing, new_plan=not existing and limit is None)
+        nodes, grounded, gone = ground_nodes(nodes, existing=existing, new_plan=whole and not (existing or partial) and limit is None)
         warnings.extend(grounded)
         dropped.update(gone)
     return Validated(nodes=nodes, warnings=warnings, dropped=dropped)
 
 
-def _assign_ids(raw: Sequence[RawNode], existing: Mapping[str, Node], warnings: list[str]) -> tuple[list[_Work], dict[str, str]]:
+def _assign_ids(raw: Sequence[RawNode], existing: Mapping[str, Node], warnings: list[str], *,
+                partial: bool = False) -> tuple[list[_Work], dict[str, str]]:
+    """Ids as written, else the first free ``nK``. A free id depends on the ids written later, so
+    on a ``partial`` plan it is reported (a streaming reader holds such a node to the end)."""
     declared = {norm_id(r.get("id")) for r in raw} - {None}
     taken = set(existing)
     alias: dict[str, str] = {}
@@ -129,10 +157,16 @@ def _assign_ids(raw: Sequence[RawNode], existing: Mapping[str, Node], warnings: 
             counter += 1
         return f"n{counter}"
 
+    first: dict[str, tuple[str, RawNode]] = {}
     for r in raw:
         rid = norm_id(r.get("id"))
+        if rid is not None and rid in first and first[rid][1] == r and rid not in existing:
+            work.append(_Work(raw=r, id=f"{first[rid][0]}#{len(work) + 1}", repeats=first[rid][0]))
+            continue  # the same node written again (a looping model), not a second call
         if rid is None:
             fid = next_free()
+            if partial:
+                warnings.append(f"{fid}: the node has no id; named {fid} for now")
         elif rid in taken:
             fid = next_free()
             what = "an existing node" if rid in existing else "an earlier node"
@@ -142,6 +176,7 @@ def _assign_ids(raw: Sequence[RawNode], existing: Mapping[str, Node], warnings: 
         taken.add(fid)
         if rid is not None and rid not in alias:
             alias[rid] = fid
+            first[rid] = (fid, r)
         work.append(_Work(raw=r, id=fid))
     return work, alias
 
@@ -180,6 +215,9 @@ def _check(item: _Work, tools: Mapping[str, Tool], agents: Mapping[str, str],
         resolve = _resolver(alias, existing, item.id)
         params, item.refs = canonicalise(params, resolve)
         _, item.goal_refs = canonicalise(item.goal, resolve)
+        dangling = [r for r in references(params) if _NODE_ID.fullmatch(r) and r not in item.refs]
+        if dangling:  # it would run with the placeholder's text as its argument
+            return f"its params use ${{{dangling[0]}}}, which names no node of the plan"
     if item.kind == "sub_agent":
         item.params = params
         return None
@@ -301,24 +339,29 @@ def _resolve_deps(item: _Work, alias: Mapping[str, str], existing: Mapping[str, 
     item.deps = deps
 
 
-def _break_cycles(kept: list[_Work], warnings: list[str]) -> None:
-    """Remove, for each cycle, the edge that closes it: the one pointing forward in plan order."""
+def _break_cycles(kept: list[_Work], warnings: list[str]) -> dict[str, str]:
+    """Remove, for each cycle, the edge that closes it: the one pointing forward in plan order,
+    preferring one no placeholder needs. Returns node id → the node whose result a placeholder
+    of it needed through a removed edge (such a node cannot run as written)."""
+    unresolved: dict[str, str] = {}
     if not any(i.deps for i in kept):
-        return
+        return unresolved
     by_id = {i.id: i for i in kept}
     order = {i.id: n for n, i in enumerate(kept)}
     for _ in range(sum(len(i.deps) for i in kept)):
         graph = TaskGraph([Node(id=i.id, tool="x", depends_on=i.deps) for i in kept], validate=False)
         cycle = graph.find_cycle()
         if not cycle:
-            return
+            return unresolved
         edges = list(zip(cycle, cycle[1:], strict=False))  # (node, the node it depends on)
         forward = [e for e in edges if order[e[1]] >= order[e[0]]] or edges
-        plain = [e for e in forward if e[1] not in by_id[e[0]].refs]
-        source, target = (plain or forward)[0]
+        plain = [e for e in edges if e[1] not in by_id[e[0]].refs]
+        source, target = ([e for e in forward if e in plain] or plain or forward)[0]
         by_id[source].deps.remove(target)
-        note = " (its placeholder stays unresolved)" if target in by_id[source].refs else ""
-        warnings.append(f"cycle {' -> '.join(cycle)}: removed the dependency of {source} on {target}{note}")
+        if target in by_id[source].refs:
+            unresolved[source] = target
+        warnings.append(f"cycle {' -> '.join(cycle)}: removed the dependency of {source} on {target}")
+    return unresolved
 
 
 def _race_group(value: Any) -> str | None:

@@ -39,7 +39,7 @@ class StalledPlanner(ScriptedModel):
     """Streams the plan's first step, then nothing more: the process is killed mid-plan."""
 
     async def stream(self, messages: Any, **kwargs: Any) -> AsyncIterator[StreamChunk]:
-        yield TextDelta(content=PLAN[:PLAN.index("{\"id\": \"n3\"")])  # n1 handed over (the last, n2, held back)
+        yield TextDelta(content=PLAN[:PLAN.index("\"step_b\"")])  # n1 handed over; n2 is still being written
         await asyncio.Event().wait()
 
 

@@ -144,10 +144,13 @@ async def test_a_stream_broken_mid_plan_keeps_what_ran_and_the_rules_supply_the_
     assert done["n1"] == "done" and done["n2"] == "done" and set(done) == set(ids)
     assert CALLS.count(("get_weather", "Paris")) == 1  # not run again by the rule plan
     assert ("get_weather", "Rome") not in CALLS  # the cut node never ran
-    assert answer.answer == "Done."
+    assert plan.truncated is not None and "stream broke" in plan.truncated and plan.dropped_nodes == 1
+    assert answer.answer.startswith("Done.\n\nNote: the plan was cut off (the planner stream broke")
+    assert "1 planned step(s) were dropped and not run" in answer.answer
     assert agent.services.checkpoints is not None
     saved = await agent.services.checkpoints.load(answer.task_id)
     assert saved is not None and {n.id: n.status.value for n in saved.nodes} == done  # checkpointed as they ran
+    assert saved.meta["plan_truncated"]["dropped_nodes"] == 1
 
 
 async def test_a_planner_that_cannot_be_reached_falls_back_to_the_rule_planner(
@@ -244,3 +247,16 @@ async def test_a_finished_streamed_plan_is_saved_as_complete(
     saved = await agent.services.checkpoints.load(answer.task_id)  # type: ignore[union-attr]
     assert saved is not None and sorted(n.id for n in saved.nodes) == ["n1", "n2"]
     assert "plan_incomplete" not in saved.meta
+
+
+async def test_each_node_starts_when_its_closing_brace_arrives_not_when_the_next_one_begins(
+        fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
+    text = json.dumps([N1, N2, N3, N4], indent=1)  # the closing "}" of each node is a chunk of its own
+    fake_llm.queue(FakeReply(text=text, chunk_delay=0.03), "Sunny.")
+    answer = await streamed_agent().ask("weather and time in Paris and Rome", user_id="u1", mode="react")
+    events = answer.events
+    assert index(events, NodeStart, "n4") < index(events, Plan)  # the last node ran before the "]" arrived
+    added = [e.node["id"] for e in events if isinstance(e, NodeAdded)]
+    assert added == ["n1", "n2", "n3", "n4"] and not any(e.replaces for e in events if isinstance(e, NodeAdded))
+    assert sorted(CALLS) == sorted([("get_weather", "Paris"), ("get_time", "Europe/Paris"), ("get_weather", "Rome"),
+                                    ("get_time", "Europe/Rome")])

@@ -47,8 +47,9 @@ def test_ask_through_an_openai_compatible_endpoint(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         events = [json.loads(line) for line in done.stdout.splitlines()]
         kinds = [e["type"] for e in events]
-        assert kinds[:4] == ["start", "route", "plan", "graph_ready"]
-        plan = events[2]["data"]
+        assert kinds[:3] in (["start", "route", "plan"], ["start", "route", "graph_ready"])  # streamed: nodes may run first
+        assert kinds.count("plan") == 1 and kinds.index("graph_ready") < kinds.index("node_start")
+        plan = next(e["data"] for e in events if e["type"] == "plan")
         assert plan["source"] == "model" and [n["tool"] for n in plan["nodes"]] == ["get_time", "get_weather"]
         status = {e["data"]["id"]: e["data"]["status"] for e in events if e["type"] == "node_done"}
         assert status == {"n1": "done", "n2": "failed"}

@@ -32,7 +32,10 @@ def plan(*nodes: dict[str, Any]) -> str:
 async def test_the_servers_tools_are_registered_as_mcp_tools(make_agent: Callable[..., Agent], time_server: str) -> None:
     agent = make_agent([time_config(time_server)])
     status = await agent.start()
-    assert [(s["name"], s["state"], s["tools"]) for s in status] == [("time", "ready", ["convert_time", "get_current_time"])]
+    # Saber has its own convert_time: the server's is registered under its server's name, never over it
+    assert [(s["name"], s["state"], s["tools"]) for s in status] == [("time", "ready", ["get_current_time", "time__convert_time"])]
+    assert agent.registry.get("time__convert_time").is_mcp  # type: ignore[union-attr]
+    assert not agent.registry.get("convert_time").is_mcp  # type: ignore[union-attr]
     current = agent.registry.get("get_current_time")
     assert current is not None and current.is_mcp
     assert [(p.name, p.required) for p in current.parameters] == [("timezone", True)]
@@ -43,7 +46,7 @@ async def test_the_servers_tools_are_registered_as_mcp_tools(make_agent: Callabl
 async def test_a_react_plan_calls_the_mcp_tool(make_agent: Callable[..., Agent], time_server: str) -> None:
     model = ScriptedModel([
         plan({"id": "n1", "tool": "get_current_time", "params": {"timezone": "Asia/Tokyo"}},
-             {"id": "n2", "tool": "convert_time",
+             {"id": "n2", "tool": "time__convert_time",
               "params": {"source_timezone": "Asia/Tokyo", "time": "09:30", "target_timezone": "Europe/London"}}),
         "东京和伦敦的时间如上。",
     ])
@@ -233,7 +236,8 @@ async def test_same_names_from_two_servers(make_agent: Callable[..., Agent], tim
 async def test_an_allow_list_keeps_only_the_named_tools(make_agent: Callable[..., Agent], time_server: str) -> None:
     agent = make_agent([time_config(time_server, tools=["get_current_time"])])
     await agent.start()
-    assert "get_current_time" in agent.registry and "convert_time" not in agent.registry
+    assert "get_current_time" in agent.registry and "time__convert_time" not in agent.registry
+    assert not agent.registry.get("convert_time").is_mcp  # type: ignore[union-attr]  # the built-in stays
 
 
 async def test_tools_list_changed_updates_the_registry(make_agent: Callable[..., Agent]) -> None:

@@ -48,7 +48,7 @@ def test_add_list_test_rm(tmp_path: Path, time_server: str) -> None:
 
     listed = saber("mcp", "list", "--json", home=tmp_path)
     status = {s["name"]: s for s in json.loads(listed.stdout)}
-    assert status["time"]["state"] == "ready" and status["time"]["tools"] == ["convert_time", "get_current_time"]
+    assert status["time"]["state"] == "ready" and status["time"]["tools"] == ["get_current_time", "time__convert_time"]
     assert status["broken"]["state"] != "ready" and "no config" in status["broken"]["error"]
 
     tools = saber("tools", "--json", home=tmp_path)  # the agent connects them too

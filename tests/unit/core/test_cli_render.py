@@ -24,12 +24,23 @@ def test_a_query_over_max_query_chars_is_a_usage_error() -> None:
 def test_failed_and_skipped_steps_are_not_counted_as_done() -> None:
     assert _steps({"nodes": 4, "finished": 4, "done": 2, "failed": 1, "skipped": 1}) == "2 done, 1 failed, 1 skipped of 4"
     assert _steps({"nodes": 3, "finished": 3, "done": 3, "failed": 0, "skipped": 0}) == "3 done of 3"
+    assert _steps({"nodes": 3, "finished": 3, "done": 3, "failed": 0, "skipped": 0,
+                   "plan_truncated": {"reason": "over the limit", "dropped_nodes": 2}}) == "3 done of 3 (plan cut: 2 dropped)"
 
 
 def test_progress_lines_keep_markup_as_text() -> None:
     shown = progress_line("tool_call", {"tool_name": "t", "params": {"q": "[red]x[/red]"}, "tool_result": "[/] ok"})
     assert shown.plain == 't({"q": "[red]x[/red]"}) → [/] ok'.join(("tool ", ""))
     assert progress_line("error", {"where": "[b]", "message": "[/]"}).plain == "error ([b]) [/]"
+
+
+def test_a_cut_plan_says_so_on_its_progress_line() -> None:
+    nodes = [{"id": "n1", "tool": "get_weather"}]
+    whole = progress_line("plan", {"source": "model", "format": "ideal", "nodes": nodes})
+    cut = progress_line("plan", {"source": "model", "format": "ideal", "nodes": nodes, "dropped_nodes": 2,
+                                 "truncated": "it has 3 nodes, over the limit of 1"})
+    assert whole.plain == "plan model/ideal n1:get_weather"
+    assert cut.plain == whole.plain + " (cut off: it has 3 nodes, over the limit of 1; 2 node(s) dropped)"
 
 
 def test_only_react_tasks_are_offered_for_resume() -> None:

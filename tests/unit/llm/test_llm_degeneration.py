@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from saber.llm.degeneration import repetition
+from saber.llm.degeneration import looks_structured, repetition
 
 
 @pytest.mark.parametrize("text", [
@@ -33,3 +35,40 @@ def test_loops_are_found(text: str) -> None:
 ])
 def test_ordinary_text_is_not_a_loop(text: str) -> None:
     assert repetition(text) is None
+
+
+def _plan(n: int, *, indent: int | None = None) -> str:
+    nodes = [{"id": f"n{i}", "type": "tool", "tool": "fetch_page", "params": {"report": "annual report", "i": i},
+              "depends_on": [], "race_group": None} for i in range(1, n + 1)]
+    return json.dumps(nodes, indent=indent)
+
+
+@pytest.mark.parametrize("text", [
+    _plan(12),
+    _plan(12, indent=2),
+    "```json\n" + _plan(12) + "\n```",
+    "<think>one fetch per page</think>\n" + _plan(12),
+    json.dumps({"rows": [{"year": 2000 + i, "label": f"quarter {i} revenue"} for i in range(20)]}),
+])
+def test_structured_items_that_differ_only_in_numbers_are_not_a_loop(text: str) -> None:
+    assert repetition(text) is None
+    assert repetition(text[: len(text) * 2 // 3]) is None  # nor is any prefix of it, as it streams
+
+
+def test_a_plan_writing_the_same_node_again_and_again_is_still_a_loop() -> None:
+    node = json.dumps({"id": "n1", "tool": "fetch_page", "params": {"i": 1}})
+    assert repetition("[" + ", ".join([node] * 12), structured=True) is not None
+
+
+def test_text_the_caller_says_is_structured_is_not_folded() -> None:
+    plan = "".join(f"{i}. fetch_page(report='annual report', i={i})\n" for i in range(1, 13))
+    assert repetition(plan) is not None  # as an answer, a numbered list of near-identical steps is a loop
+    assert repetition(plan, structured=True) is None  # as a plan (LLMCompiler's numbered form) it is not
+
+
+@pytest.mark.parametrize(("text", "structured"), [
+    ('[{"id": "n1"}]', True), ('```json\n[\n  {"id": 1}', True), ("[1, 2, 3]", True), ('{"plan": []}', True),
+    ("[]", True), ("[a link](https://example.com) to the docs", False), ("{curly} prose", False), ("Sure: [1]", False),
+])
+def test_json_is_told_from_prose_that_opens_with_a_bracket(text: str, structured: bool) -> None:
+    assert looks_structured(text) is structured

@@ -134,6 +134,25 @@ async def test_a_repetition_loop_is_cut_early() -> None:
     assert len(text) < 400
 
 
+NUMBERED_PLAN = ["1. fetch_page(report='annual report', page=" + f"{i})\n" for i in range(1, 13)]
+JSON_PLAN = [f'{{"id": "n{i}", "tool": "fetch_page", "params": {{"report": "annual report", "page": {i}}}}}, '
+             for i in range(1, 13)]
+
+
+@pytest.mark.parametrize("purpose", ["planner", "answer"])
+async def test_a_plan_whose_steps_differ_only_in_numbers_streams_whole(purpose: Any) -> None:
+    pieces = NUMBERED_PLAN if purpose == "planner" else ["[", *JSON_PLAN, "]"]  # an answer is judged by its text
+    model = GuardedModel(Custom(pieces=pieces), limits(timeout=60, max_tokens=10**6)).for_purpose(purpose)
+    text, end = await collect(model)
+    assert end is not None and end.cut is None and text == "".join(pieces)
+
+
+async def test_the_same_steps_as_an_answer_in_prose_are_still_a_loop() -> None:
+    model = GuardedModel(Custom(pieces=NUMBERED_PLAN), limits(timeout=60, max_tokens=10**6))
+    _, end = await collect(model)
+    assert end is not None and end.cut is not None
+
+
 async def test_a_stream_past_max_tokens_is_cut_even_if_the_endpoint_ignores_it() -> None:
     words = babble()
     text, end = await collect(GuardedModel(Custom(pieces=words), limits(max_tokens=20)))

@@ -51,17 +51,81 @@ def test_every_corpus_plan_streamed_word_by_word_yields_the_nodes_parsed_whole(c
     assert len(early) + len(final.late) == len(whole)  # each node once
 
 
-def test_a_node_is_yielded_once_the_next_one_is_written_before_the_plan_ends() -> None:
+def test_a_json_node_is_yielded_the_moment_its_closing_brace_arrives() -> None:
     plan = json.dumps([{"id": f"n{i}", "tool": "get_weather", "params": {"city": city}}
                        for i, city in enumerate(["Paris", "London", "Berlin"], 1)])
-    cut = plan.index('{"id": "n3"')
     parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
-    early = [n.id for w in words(plan[:cut]) for n in parser.feed(w)]
-    assert early == ["n1"]  # n2 may still grow (its last string could be cut): held
-    later = [n.id for w in words(plan[cut:]) for n in parser.feed(w)]
-    assert later == ["n2"]
+    at = {n.id: i for i, ch in enumerate(plan) for n in parser.feed(ch)}  # character by character
+    ends = [m.end() - 1 for m in re.finditer(r'"}}', plan)]
+    assert at == {"n1": ends[0], "n2": ends[1], "n3": ends[2]}  # not when the next node begins, nor at "]"
     final = parser.finish()
-    assert [n.id for n in final.late] == ["n3"] and final.plan is not None and final.plan.format == "ideal"
+    assert final.late == [] and not final.changed and final.plan is not None and final.plan.format == "ideal"
+
+
+@pytest.mark.parametrize("text", [
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>\n'
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>',
+    "<tool_call><function=get_weather><parameter=city>Paris</parameter></function></tool_call>\n"
+    "<tool_call><function=get_weather><parameter=city>Rome</parameter></function></tool_call>",
+], ids=["hermes", "qwen-xml"])
+def test_a_call_in_tags_is_yielded_when_its_closing_tag_arrives(text: str) -> None:
+    parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
+    at = {n.params["city"]: i for i, ch in enumerate(text) for n in parser.feed(ch)}
+    first_close = {city: re.compile(r"</function>|</tool_call>").search(text, text.index(city)) for city in at}
+    assert at == {city: m.end() - 1 for city, m in first_close.items() if m}  # at its own closing tag
+    assert set(at) == {"Paris", "Rome"}  # the last one too, before the stream ends
+    final = parser.finish()
+    assert not final.late and not final.changed and not final.dropped
+
+
+def test_a_node_whose_closing_cannot_be_told_waits_for_the_next_one() -> None:
+    text = "1. get_weather(city='Paris')\n2. get_weather(city='Rome')\n"
+    parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
+    first = [n.id for n in parser.feed(text[:text.index("2.")])]
+    assert first == []  # a numbered line may still grow ("Paris, Texas")
+    assert [n.id for n in parser.feed(text[text.index("2."):])] == ["n1"]
+    assert [n.id for n in parser.finish().late] == ["n2"]
+
+
+def test_no_node_is_yielded_from_a_draft_inside_unfinished_reasoning() -> None:
+    draft = '<think>maybe [{"id": "n1", "tool": "get_time", "params": {}}] ... no, the weather'
+    parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
+    assert [n for w in words(draft) for n in parser.feed(w)] == []
+    plan = '</think>[{"id": "n1", "tool": "get_weather", "params": {"city": "Berlin"}}]'
+    assert [n.params for w in words(plan) for n in parser.feed(w)] == [{"city": "Berlin"}]
+
+
+def test_a_node_without_an_id_waits_while_a_later_node_may_take_the_one_it_got() -> None:
+    plan = '[{"tool": "get_time", "params": {}}, {"id": "n1", "tool": "get_weather", "params": {"city": "Kyiv"}}]'
+    parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
+    early = [n.id for ch in plan for n in parser.feed(ch)]
+    final = parser.finish()
+    assert early == ["n1"] and [n.id for n in final.late] == ["n2"] and not final.changed
+
+
+def test_a_placeholder_naming_a_node_not_yet_written_holds_its_node() -> None:
+    plan = json.dumps([{"id": "n1", "tool": "get_weather", "params": {"city": "${n2}"}},
+                       {"id": "n2", "tool": "search_web", "params": {"query": "2028 Olympics host city"}}])
+    parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
+    early = [n for w in words(plan) for n in parser.feed(w)]
+    assert [n.id for n in early] == ["n2", "n1"] and early[1].depends_on == ["n2"]
+    final = parser.finish()
+    assert not final.changed and not final.late
+
+
+def test_no_node_is_added_for_a_place_the_model_has_not_written_yet() -> None:
+    from saber.planner.grounding import GroundingContext, grounding
+
+    plan = json.dumps([{"id": "n1", "tool": "get_weather", "params": {"city": "Paris"}},
+                       {"id": "n2", "tool": "get_time", "params": {"timezone": "Asia/Tokyo"}}])
+    context = GroundingContext(query="weather in Paris and the time in Tokyo", tools=TOOLS, example_text="")
+    with grounding(context):
+        parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
+        early = [n for w in words(plan) for n in parser.feed(w)]
+        final = parser.finish()
+    assert [(n.id, n.tool, n.params) for n in early] == [("n1", "get_weather", {"city": "Paris"}),
+                                                         ("n2", "get_time", {"timezone": "Asia/Tokyo"})]
+    assert final.plan is not None and [n.id for n in final.plan.nodes] == ["n1", "n2"] and not final.late
 
 
 def test_a_cut_string_is_never_yielded_as_a_complete_argument() -> None:
@@ -69,7 +133,7 @@ def test_a_cut_string_is_never_yielded_as_a_complete_argument() -> None:
            '{"id": "n2", "tool": "get_weather", "params": {"city": "Paris"}}]'
     parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
     seen = [n for ch in plan for n in parser.feed(ch)]  # character by character
-    assert [n.params for n in seen] == [{"query": "Paris museums open on Monday"}]
+    assert [n.params for n in seen] == [{"query": "Paris museums open on Monday"}, {"city": "Paris"}]
 
 
 def test_a_node_naming_a_later_node_waits_for_it() -> None:
@@ -81,9 +145,9 @@ def test_a_node_naming_a_later_node_waits_for_it() -> None:
     ])
     parser = IncrementalPlanParser(TOOLS, agents=AGENTS)
     order = [n for w in words(plan) for n in parser.feed(w)]
-    assert [n.id for n in order] == ["n2", "n3", "n1"]  # n1 only after n3, and with its dependency
+    assert [n.id for n in order] == ["n2", "n3", "n1", "n4"]  # n1 only after n3, and with its dependency
     assert order[2].depends_on == ["n3"]
-    assert [n.id for n in parser.finish().late] == ["n4"]
+    assert parser.finish().late == []
 
 
 def test_a_cycle_is_broken_by_the_final_parse_and_its_nodes_wait_for_it() -> None:

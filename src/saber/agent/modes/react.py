@@ -12,10 +12,11 @@ from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.modes.replan import model_replanner
 from saber.agent.observations import observations, rule_answer
+from saber.agent.plan_report import TRUNCATED_META, PlanReport, plan_event, plan_report, stop_reason
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
 from saber.agent.tasks import TASK_KIND
-from saber.events import Error, Plan
+from saber.events import Error, Plan, Token
 from saber.graph.persist import answered
 from saber.graph.result import RunResult
 from saber.graph.runtime import GraphRuntime
@@ -37,9 +38,11 @@ from saber.tools.index import select_prompt_tools
 async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
     """The model's plan, or the rule plan when there is no model or its output is unusable.
 
-    Returns the plan and where it came from ("model" or "rules").
+    Returns the plan and where it came from ("model" or "rules"); ``turn.plan_report`` says what
+    the plan left out.
     """
     agents = turn.services.agent_descriptions()
+    turn.plan_report = PlanReport()
     if not turn.has_model:
         return _rules(turn, agents, []), "rules"
     messages = _planner_messages(turn, agents)
@@ -50,10 +53,14 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
         await turn.emit(Error(message=f"planner model failed: {exc}", where="planner"))
         return _rules(turn, agents, [f"planner model failed ({exc}); used the rule planner"]), "rules"
     turn.add_usage(completion.usage)
+    stopped = stop_reason(None, completion.finish_reason)
     try:
-        return await _parse_off_loop(completion.text, turn, agents), "model"
+        plan = await _parse_off_loop(completion.text, turn, agents)
     except PlanParseError as exc:
+        turn.plan_report = plan_report(None, stopped=stopped)
         return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
+    turn.plan_report = plan_report(plan, stopped=stopped)
+    return plan, "model"
 
 
 def _planner_messages(turn: Turn, agents: Mapping[str, str]) -> list[Message]:
@@ -90,13 +97,14 @@ async def run_react(turn: Turn) -> str:
     if settings.planner_stream and turn.has_model and not settings.llm_structured_output:
         return await _run_react_streamed(turn)
     plan, source = await make_plan(turn)
-    await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source,
-                         tools=turn.prompt_tools))
+    await turn.emit(plan_event(plan, source, turn.plan_report, turn.prompt_tools))
     if not plan.nodes:
         return await run_chat(turn)
     runtime = await _runtime_for(turn, plan, source)
     if runtime is None:
         return await run_chat(turn)
+    if turn.plan_report.truncated:
+        runtime.meta[TRUNCATED_META] = turn.plan_report.meta
     return await _answer_and_record(turn, await runtime.run())
 
 
@@ -169,7 +177,11 @@ async def answer_from_run(turn: Turn, run: RunResult) -> str:
                                  fallback=rule_answer(run, turn.lang, query=turn.query, preferences=turn.preferences,
                                                       default_timezone=turn.services.settings.default_timezone),
                                  where="generator")
-    return await with_failed_steps(turn, answer, list(run.nodes.values()))
+    answer = await with_failed_steps(turn, answer, list(run.nodes.values()))
+    note = turn.plan_report.note(turn.lang)
+    if note:  # a cut or refused plan is said plainly, by a model's answer or the rules'
+        await turn.emit(Token(content=note))
+    return answer + note
 
 
 async def task_meta(turn: Turn) -> dict[str, Any]:

@@ -11,11 +11,13 @@ nodes already handed over keep running, and finished ones keep their results and
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from saber.agent.context import Turn
+from saber.agent.plan_report import TRUNCATED_META, plan_event, plan_report, stop_reason
 from saber.events import Error, Plan
 from saber.graph.node import Node
 from saber.graph.result import RunResult
@@ -84,8 +86,9 @@ async def run_streamed_plan(turn: Turn, messages: list[Message], make_runtime: C
     run = _LazyRun(make_runtime)
     try:
         plan, source = await _stream_into(turn, messages, run, rules)
-        await turn.emit(Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes],
-                             warnings=list(plan.warnings), source=source, tools=turn.prompt_tools))
+        await turn.emit(plan_event(plan, source, turn.plan_report, turn.prompt_tools))
+        if turn.plan_report.truncated and run.runtime is not None:  # saved with the whole plan, at close_feed
+            run.runtime.meta[TRUNCATED_META] = turn.plan_report.meta
         return plan, source, await run.finish()
     except BaseException:  # cancelled, or a bug: no graph left running behind the turn
         await run.abandon()
@@ -124,20 +127,26 @@ async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
     parser = IncrementalPlanParser(turn.tools, agents=turn.services.agent_descriptions(),
                                    max_nodes=settings.planner_max_nodes)
     broken: ModelError | None = None
+    stopped: str | None = None
     try:
         async for chunk in _planner_model(turn.model).stream(messages, temperature=0):
             if isinstance(chunk, TextDelta) and chunk.content:
                 await runtime.add_nodes(parser.feed(chunk.content))
             elif isinstance(chunk, StreamEnd):
                 turn.add_usage(chunk.usage)
+                stopped = stop_reason(chunk.cut, chunk.finish_reason)
     except Exception as exc:  # a model not wrapped in GuardedModel can raise anything
         broken = exc if isinstance(exc, ModelError) else as_model_error(turn.model.name, exc)
     handed = list(parser.yielded.values())
+    finish = functools.partial(parser.finish, broken=broken is not None)
+    final = await asyncio.to_thread(finish) if len(parser.text) > _INLINE_CHARS else finish()
     if broken is not None:
+        turn.plan_report = plan_report(final.plan, stopped=f"the planner stream broke: {broken}",
+                                       lost=len(final.late))
         await turn.emit(Error(message=f"planner stream broke after {len(handed)} node(s): {broken}", where="planner"))
         return await _fallback(runtime, handed, rules([f"planner stream broke ({broken}); the rule planner "
                                                        "supplied what had not run"])), "rules"
-    final = await asyncio.to_thread(parser.finish) if len(parser.text) > _INLINE_CHARS else parser.finish()
+    turn.plan_report = plan_report(final.plan, stopped=stopped)
     if final.plan is None:
         assert final.error is not None
         if handed:

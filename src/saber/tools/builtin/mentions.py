@@ -54,7 +54,7 @@ _ZH_KEYS = re.compile(r"的?(?:天气|气温|温度|会下|下雨|下雪|冷不�
 _ZH_RUN = re.compile(r"[\u4e00-\u9fff]{2,12}$")
 _ZH_AFTER_LATIN = re.compile(rf"(?<![\w'’.\-])(?P<name>{_NAME})\s*(?=的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|时间(?!{NOT_TIME_AFTER})|几点|现在几点|现在的时间))")
 """A capitalised Latin name right before a Chinese weather or time word ("Gotham 天气")."""
-_ZH_LEAD = re.compile(r"^(?:请问|请|帮我|麻烦|查一下|查查|查询|告诉我|我想知道|想知道|看看|看一下|比较一下|比较|对比|现在|今天|明天|那么|还有|以及|和|与|跟)+")
+_ZH_LEAD = re.compile(r"^(?:请问|请|帮我|麻烦|然后|接着|再查|再看|再|查一下|查查|查询|查(?=那|这)|告诉我|我想知道|想知道|看看|看一下|比较一下|比较|对比|现在|今天|明天|那么|还有|以及|和|与|跟)+")
 _ZH_SPLIT = re.compile(r"[和与跟及、，,]")
 _ZH_NOT_PLACES = frozenset({
     "今天", "现在", "明天", "昨天", "后天", "此刻", "目前", "当前", "那边", "这里", "那里", "外面", "当地", "本地", "我们",
