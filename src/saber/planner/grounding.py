@@ -244,9 +244,12 @@ def _cover(nodes: list[Node], context: GroundingContext, existing: Mapping[str, 
     for rule in context.rule_nodes:
         if rule.type != "tool":
             continue
-        entities = [v for k, v in rule.params.items() if k in _PLACE_KEYS and isinstance(v, str) and _named(v, query)]
+        keys = [k for k, v in rule.params.items() if k in _PLACE_KEYS and isinstance(v, str) and _named(v, query)]
+        entities = [rule.params[k] for k in keys]
         if not entities or any(_mentions(n, entities) for n in out):
             continue
+        if any(_computed(n, rule.tool, keys) for n in out) or not all(_known_place(e) for e in entities):
+            continue  # the plan finds it from a result ("加拿大首都"), or the rules misread the query ("这六个城市")
         node_id = _free_id(taken)
         taken.add(node_id)
         out.append(Node(id=node_id, tool=rule.tool, params=dict(rule.params)))
@@ -258,6 +261,19 @@ def _cover(nodes: list[Node], context: GroundingContext, existing: Mapping[str, 
 def _named(value: str, query: str) -> bool:
     folded = _fold(value)
     return 0 < len(folded) <= 60 and folded != query and any(a in query for a in _aliases(value))
+
+
+def _computed(node: Node, tool: str, keys: Sequence[str]) -> bool:
+    """Whether ``node`` calls ``tool`` with one of ``keys`` taken from another node's result."""
+    return node.tool == tool and any(isinstance(node.params.get(k), str) and "${" in node.params[k] for k in keys)
+
+
+def _known_place(name: str) -> bool:
+    """A place the offline tables know: only such a name is sure to be a place the query names, not a
+    phrase the rules cut out of it."""
+    from saber.tools.builtin.places import resolve_offline
+
+    return resolve_offline(name) is not None
 
 
 def _mentions(node: Node, entities: Sequence[str]) -> bool:

@@ -91,6 +91,41 @@ def test_an_entity_the_plan_covers_is_not_added_again() -> None:
     assert [n.tool for n in parsed.nodes] == ["get_time", "get_weather"]
 
 
+@tool
+def lookup_capital(country: str) -> str:
+    """The capital city of a country."""
+    return country
+
+
+CHAINED = {t.name: t for t in (get_weather, get_time, search_web, lookup_capital)}
+
+
+@pytest.mark.parametrize(("query", "tool_name"), [
+    ("加拿大首都的天气怎么样", "get_weather"),
+    ("巴西的首都现在几点", "get_time"),
+    ("What is the weather in the capital of Canada?", "get_weather"),
+])
+def test_a_place_the_plan_finds_from_a_result_gets_no_rule_node(query: str, tool_name: str) -> None:
+    """The right plan looks the capital up first; the rules' reading of the query ("加拿大首") is not
+    a place, and the plan's placeholder already reaches that argument."""
+    right = plan({"id": "n1", "tool": "lookup_capital", "params": {"country": "Canada"}},
+                 {"id": "n2", "tool": tool_name, "params": {"city": "${n1}"}, "depends_on": ["n1"]})
+    with grounding(GroundingContext(query=query, tools=CHAINED)):
+        parsed = parse_plan(right, CHAINED)
+    assert [(n.tool, n.params) for n in parsed.nodes] == [("lookup_capital", {"country": "Canada"}),
+                                                          (tool_name, {"city": "${n1}"})]
+    assert not any("added" in w for w in parsed.warnings), parsed.warnings
+
+
+def test_a_phrase_that_is_not_a_place_gets_no_rule_node() -> None:
+    cities = ["武汉", "西安", "重庆", "成都", "杭州", "南京"]
+    right = plan(*({"id": f"n{i}", "tool": "get_weather", "params": {"city": c}} for i, c in enumerate(cities, 1)))
+    with grounding(GroundingContext(query="查一下这六个城市的天气：武汉、西安、重庆、成都、杭州、南京", tools=TOOLS)):
+        parsed = parse_plan(right, TOOLS)
+    assert [n.params["city"] for n in parsed.nodes] == cities
+    assert not any("added" in w for w in parsed.warnings), parsed.warnings
+
+
 def test_nothing_changes_outside_a_grounding_context() -> None:
     parsed = parse_plan(plan({"id": "n1", "tool": "get_weather", "params": {"city": "Shanghai"}}), TOOLS)
     assert [n.params for n in parsed.nodes] == [{"city": "Shanghai"}]
