@@ -62,6 +62,8 @@ class Turn:
     """Model calls made to replan this turn's graph (reported in ``done``'s usage)."""
     plan_report: PlanReport = field(default_factory=PlanReport)
     """What the react plan left out (cut, refused steps): said by the plan event and the answer."""
+    plan_replanned: bool = False
+    """A replan added steps for what the plan left out (``plan_report.gaps``)."""
 
     @property
     def has_model(self) -> bool:

@@ -21,6 +21,10 @@ TRUNCATED_META = "plan_truncated"
 """Checkpoint metadata key: ``{"reason", "dropped_nodes"}`` when the plan was cut."""
 
 _DROPPED = re.compile(r"^(?P<id>\S+) dropped: (?P<why>.+)$")
+_REPEATS = "it repeats"
+"""A step dropped as a word-for-word repeat: nothing is missing, nothing to replan."""
+_LOOPING = "kept repeating"
+"""The repetition guard cut a model stuck in a loop: asking it again would not help."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,15 +35,35 @@ class PlanReport:
     """Nodes lost to the cut (begun but unfinished, past the cap, written but not run)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Node id → why validation dropped it (an unknown tool…)."""
+    stopped: str | None = None
+    """Why the model's output ended before its plan did (a token limit, a broken stream, the
+    repetition guard), when it did: unlike a cut at ``planner_max_nodes``, a loss worth a replan."""
+
+    @property
+    def gaps(self) -> dict[str, str]:
+        """What the replanner is asked to make up for, by key: the cut, and each refused step."""
+        gaps = {f"refused:{i}": f"planned step {i} could not run: {why}" for i, why in self.refused.items()
+                if not why.startswith(_REPEATS)}
+        if self.stopped and _LOOPING not in self.stopped:
+            lost = f"{self.dropped_nodes} planned step(s) were lost" if self.dropped_nodes else "steps after it were lost"
+            gaps["cut"] = f"the plan was cut off ({self.stopped}); {lost}: add the steps still missing"
+        return gaps
 
     @property
     def meta(self) -> dict[str, Any]:
         return {"reason": self.truncated, "dropped_nodes": self.dropped_nodes}
 
-    def note(self, lang: Lang) -> str:
-        """The answer's last lines, or "" when nothing was left out."""
+    def note(self, lang: Lang, *, replanned: bool = False) -> str:
+        """The answer's last lines, or "" when nothing was left out. ``replanned``: the planner was
+        asked again for what the plan left out, and added steps."""
         lines: list[str] = []
         zh = lang == "zh"
+        if replanned and (self.stopped or self.refused):
+            lines.append("注意：第一次的计划不完整（" + _zh(self.stopped or "有步骤无法执行") + "），已请规划器补充缺少的步骤。"
+                         if zh else
+                         f"Note: the first plan was incomplete ({self.stopped or 'steps could not run'}); the planner "
+                         "was asked again for the missing steps.")
+            return "\n\n" + "\n".join(lines)
         if self.truncated:
             if zh:
                 lost = f"{self.dropped_nodes} 个计划步骤被丢弃、没有执行" if self.dropped_nodes else "之后的步骤没有执行"
@@ -62,11 +86,22 @@ def plan_report(plan: ParsedPlan | None, *, stopped: str | None = None, lost: in
     (a broken stream's, replaced by the rule planner's)."""
     cut = plan.cut if plan is not None else None
     complete_json = plan is not None and plan.last_node_closed and cut is None
-    reasons = [r for r in (stopped if not complete_json or lost else None, cut) if r]
+    early = stopped if not complete_json or lost else None
+    reasons = [r for r in (early, cut) if r]
     refused = {m.group("id"): m.group("why") for w in (plan.warnings if plan is not None else [])
                if (m := _DROPPED.match(w))}
     return PlanReport(truncated="; ".join(reasons) or None,
-                      dropped_nodes=(plan.dropped_nodes if plan is not None else 0) + lost, refused=refused)
+                      dropped_nodes=(plan.dropped_nodes if plan is not None else 0) + lost, refused=refused,
+                      stopped=early)
+
+
+def all_refused(warnings: list[str]) -> ParsedPlan | None:
+    """A plan whose every step validation refused (the parser's error ``warnings`` name them), as
+    an empty plan carrying why: a replan can be told what to fix, where the rule planner would
+    only guess. None when no step was refused (the output was junk)."""
+    if not any(_DROPPED.match(w) for w in warnings):
+        return None
+    return ParsedPlan(nodes=[], format="refused", warnings=list(warnings), last_node_closed=True)
 
 
 def plan_event(plan: ParsedPlan, source: str, report: PlanReport, tools: list[str] | None) -> Plan:

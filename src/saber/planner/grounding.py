@@ -263,7 +263,7 @@ def _named(value: str, query: str) -> bool:
     return 0 < len(folded) <= 60 and folded != query and any(a in query for a in _aliases(value))
 
 
-def _computed(node: Node, tool: str, keys: Sequence[str]) -> bool:
+def _computed(node: Node, tool: str | None, keys: Sequence[str]) -> bool:
     """Whether ``node`` calls ``tool`` with one of ``keys`` taken from another node's result."""
     return node.tool == tool and any(isinstance(node.params.get(k), str) and "${" in node.params[k] for k in keys)
 

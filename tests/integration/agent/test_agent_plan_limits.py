@@ -54,9 +54,13 @@ QUERY = "weather in " + ", ".join(CITIES)
 
 
 async def ask(make_agent: Callable[..., Agent], tmp_path: Path, reply: Any, *, streamed: bool, query: str = QUERY,
-              **settings: Any) -> tuple[Answer, Plan, Agent]:
+              replan: str | None = None, **settings: Any) -> tuple[Answer, Plan, Agent]:
+    """Ask with the planner's ``reply``; ``replan`` is the model's reply when it is asked again for
+    what the plan lost (without it, replanning is off)."""
     CALLS.clear()
-    model = ScriptedModel([reply, "Here is what I found."])
+    if replan is None:
+        settings.setdefault("graph_max_replan", 0)
+    model = ScriptedModel([reply, *([replan] if replan is not None else []), "Here is what I found."])
     agent = make_agent(model, builtin=False, tools=[weather, search],
                        settings=settings_for(tmp_path, planner_stream=streamed, **settings))
     answer = await agent.ask(query, user_id="u1", mode="react")
@@ -93,6 +97,48 @@ async def test_a_plan_cut_by_the_token_limit_runs_its_complete_nodes_and_says_it
     assert sorted(c["city"] for _, c in CALLS) == ["Paris", "Rome"]
     assert "Note: the plan was cut off (the planner's output reached its token limit" in answer.answer
     assert "1 planned step(s) were dropped" in answer.answer
+
+
+@streamed_or_not
+async def test_a_plan_cut_by_the_token_limit_is_completed_by_a_replan(
+        make_agent: Callable[..., Agent], tmp_path: Path, streamed: bool) -> None:
+    """As a ReAct loop would ask again, the planner is asked for the steps the cut lost: given the
+    two that ran, it writes the other three, and every city gets its one call."""
+    cut = FIVE[: FIVE.index('"Berlin"') + 4]
+    rest = plan_text(*(weather_node(i, c) for i, c in enumerate(CITIES[2:], 3)))
+    answer, plan, _ = await ask(make_agent, tmp_path, Completion(text=cut, finish_reason="length"), streamed=streamed,
+                                replan=rest)
+    assert plan.truncated is not None and plan.dropped_nodes == 1
+    assert sorted(c["city"] for _, c in CALLS) == sorted(CITIES)
+    assert answer.usage["replans"] == 1
+    assert answer.answer.endswith("Note: the first plan was incomplete (the planner's output reached its token limit); "
+                                  "the planner was asked again for the missing steps.")
+
+
+@streamed_or_not
+async def test_a_chain_whose_first_step_names_an_unknown_tool_is_planned_again(
+        make_agent: Callable[..., Agent], tmp_path: Path, streamed: bool) -> None:
+    """The unknown tool takes its dependent step with it, so nothing is left to run: the replan is
+    still asked, told which tool was unknown, and its plan runs."""
+    wrong = plan_text({"id": "n1", "tool": "web_search", "params": {"query": "capital of Canada"}},
+                      weather_node(2, "${n1}", depends_on=["n1"]))
+    right = plan_text({"id": "n3", "tool": "search_web", "params": {"query": "capital of Canada"}},
+                      weather_node(4, "${n3}", depends_on=["n3"]))
+    answer, plan, _ = await ask(make_agent, tmp_path, wrong, streamed=streamed, query="weather in the capital of Canada",
+                                replan=right)
+    assert plan.nodes == [] and any("unknown tool 'web_search'" in w for w in plan.warnings)
+    assert CALLS == [("search_web", {"query": "capital of Canada"}),
+                     ("get_weather", {"city": "results for capital of Canada"})]
+    assert answer.usage["replans"] == 1 and "the planner was asked again" in answer.answer
+
+
+@streamed_or_not
+async def test_a_replan_that_adds_nothing_leaves_the_honest_note(
+        make_agent: Callable[..., Agent], tmp_path: Path, streamed: bool) -> None:
+    reply = plan_text({"id": "n1", "tool": "rm_rf", "params": {"path": "/"}}, weather_node(2, "Paris"))
+    answer, _, _ = await ask(make_agent, tmp_path, reply, streamed=streamed, query="weather in Paris", replan="[]")
+    assert CALLS == [("get_weather", {"city": "Paris"})] and answer.usage["replans"] == 1
+    assert "Note: 1 planned step(s) could not run and were skipped (n1: unknown tool 'rm_rf'" in answer.answer
 
 
 @streamed_or_not

@@ -12,7 +12,14 @@ from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.modes.replan import model_replanner
 from saber.agent.observations import observations, rule_answer
-from saber.agent.plan_report import TRUNCATED_META, PlanReport, plan_event, plan_report, stop_reason
+from saber.agent.plan_report import (
+    TRUNCATED_META,
+    PlanReport,
+    all_refused,
+    plan_event,
+    plan_report,
+    stop_reason,
+)
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
 from saber.agent.tasks import TASK_KIND
@@ -57,7 +64,10 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
     try:
         plan = await _parse_off_loop(completion.text, turn, agents)
     except PlanParseError as exc:
-        turn.plan_report = plan_report(None, stopped=stopped)
+        refused = all_refused(exc.warnings)
+        turn.plan_report = plan_report(refused, stopped=stopped)
+        if refused is not None and _replans_gaps(turn):
+            return refused, "model"
         return _rules(turn, agents, [*exc.warnings, f"planner output unusable ({exc}); used the rule planner"]), "rules"
     turn.plan_report = plan_report(plan, stopped=stopped)
     return plan, "model"
@@ -98,7 +108,7 @@ async def run_react(turn: Turn) -> str:
         return await _run_react_streamed(turn)
     plan, source = await make_plan(turn)
     await turn.emit(plan_event(plan, source, turn.plan_report, turn.prompt_tools))
-    if not plan.nodes:
+    if not plan.nodes and not _replans_gaps(turn):
         return await run_chat(turn)
     runtime = await _runtime_for(turn, plan, source)
     if runtime is None:
@@ -117,7 +127,8 @@ async def _run_react_streamed(turn: Turn) -> str:
                             meta=await task_meta(turn), answer_follows=True, **_runtime_parts(turn))
 
     _plan, _source, run = await run_streamed_plan(turn, _planner_messages(turn, agents), make_runtime,
-                                                  lambda warnings: _rules(turn, agents, warnings))
+                                                  lambda warnings: _rules(turn, agents, warnings),
+                                                  run_empty=lambda: _replans_gaps(turn))
     if run is None:
         return await run_chat(turn)
     return await _answer_and_record(turn, run)
@@ -178,7 +189,7 @@ async def answer_from_run(turn: Turn, run: RunResult) -> str:
                                                       default_timezone=turn.services.settings.default_timezone),
                                  where="generator")
     answer = await with_failed_steps(turn, answer, list(run.nodes.values()))
-    note = turn.plan_report.note(turn.lang)
+    note = turn.plan_report.note(turn.lang, replanned=turn.plan_replanned)
     if note:  # a cut or refused plan is said plainly, by a model's answer or the rules'
         await turn.emit(Token(content=note))
     return answer + note
@@ -189,6 +200,11 @@ async def task_meta(turn: Turn) -> dict[str, Any]:
     with its secrets redacted: a checkpoint is stored and listed by ``saber tasks``)."""
     return {"kind": TASK_KIND, "query": await redacted(turn.query), "user_id": turn.user_id,
             "tools": sorted(turn.tools)}
+
+
+def _replans_gaps(turn: Turn) -> bool:
+    """Whether a plan with no step left is still run: it lost steps, and the replanner may ask for them."""
+    return bool(turn.plan_report.gaps) and turn.services.graph_config().max_replan > 0 and turn.has_model
 
 
 def _runtime_parts(turn: Turn) -> dict[str, Any]:

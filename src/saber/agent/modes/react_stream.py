@@ -11,13 +11,14 @@ nodes already handed over keep running, and finished ones keep their results and
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from saber.agent.context import Turn
-from saber.agent.plan_report import TRUNCATED_META, plan_event, plan_report, stop_reason
+from saber.agent.plan_report import TRUNCATED_META, all_refused, plan_event, plan_report, stop_reason
 from saber.events import Error, Plan
 from saber.graph.node import Node
 from saber.graph.result import RunResult
@@ -53,8 +54,9 @@ class _LazyRun:
         run.task = asyncio.create_task(runtime.run(), name="saber-streamed-graph")
         return run
 
-    async def add_nodes(self, nodes: list[Node]) -> None:
-        if not nodes:
+    async def add_nodes(self, nodes: list[Node], *, even_none: bool = False) -> None:
+        """Hand ``nodes`` to the graph, starting it on the first; ``even_none`` starts it with none."""
+        if not nodes and not (even_none and self.runtime is None):
             return
         if self.runtime is None:
             self.runtime = await self.make()
@@ -79,13 +81,17 @@ class _LazyRun:
 
 
 async def run_streamed_plan(turn: Turn, messages: list[Message], make_runtime: Callable[[], Awaitable[GraphRuntime]],
-                            rules: Callable[[list[str]], ParsedPlan]) -> tuple[ParsedPlan, str, RunResult | None]:
+                            rules: Callable[[list[str]], ParsedPlan],
+                            run_empty: Callable[[], bool] = lambda: False) -> tuple[ParsedPlan, str, RunResult | None]:
     """Stream the plan into a runtime made by ``make_runtime`` (empty; made when the first node
     arrives) and run it; return the final plan, where it came from ("model" or "rules") and the
-    run (None when no node ever ran). ``rules(warnings)`` builds the rule plan."""
+    run (None when no node ever ran). ``rules(warnings)`` builds the rule plan; ``run_empty()``
+    says whether a plan left with no node still runs (its replanner may add what it lost)."""
     run = _LazyRun(make_runtime)
     try:
-        plan, source = await _stream_into(turn, messages, run, rules)
+        plan, source = await _stream_into(turn, messages, run, rules, run_empty)
+        if run.runtime is None and run_empty():
+            await run.add_nodes([], even_none=True)
         await turn.emit(plan_event(plan, source, turn.plan_report, turn.prompt_tools))
         if turn.plan_report.truncated and run.runtime is not None:  # saved with the whole plan, at close_feed
             run.runtime.meta[TRUNCATED_META] = turn.plan_report.meta
@@ -122,7 +128,7 @@ def _planner_model(model: ChatModel) -> ChatModel:
 
 
 async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
-                       rules: Callable[[list[str]], ParsedPlan]) -> tuple[ParsedPlan, str]:
+                       rules: Callable[[list[str]], ParsedPlan], replans: Callable[[], bool]) -> tuple[ParsedPlan, str]:
     settings = turn.services.settings
     parser = IncrementalPlanParser(turn.tools, agents=turn.services.agent_descriptions(),
                                    max_nodes=settings.planner_max_nodes)
@@ -141,8 +147,8 @@ async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
     finish = functools.partial(parser.finish, broken=broken is not None)
     final = await asyncio.to_thread(finish) if len(parser.text) > _INLINE_CHARS else finish()
     if broken is not None:
-        turn.plan_report = plan_report(final.plan, stopped=f"the planner stream broke: {broken}",
-                                       lost=len(final.late))
+        turn.plan_report = dataclasses.replace(  # the rules supply the rest: no replan is asked for it
+            plan_report(final.plan, stopped=f"the planner stream broke: {broken}", lost=len(final.late)), stopped=None)
         await turn.emit(Error(message=f"planner stream broke after {len(handed)} node(s): {broken}", where="planner"))
         return await _fallback(runtime, handed, rules([f"planner stream broke ({broken}); the rule planner "
                                                        "supplied what had not run"])), "rules"
@@ -151,6 +157,11 @@ async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
         assert final.error is not None
         if handed:
             runtime.reconcile({}, final.dropped)
+        refused = all_refused(final.error.warnings)
+        if refused is not None:
+            turn.plan_report = plan_report(refused, stopped=stopped)
+            if replans():
+                return refused, "model"
         why = f"planner output unusable ({final.error}); used the rule planner"
         return await _fallback(runtime, [], rules([*final.error.warnings, why])), "rules"
     if final.changed or final.dropped:

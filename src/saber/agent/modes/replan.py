@@ -2,7 +2,8 @@
 nodes when a node fails, or when the graph has drained and its results cannot answer.
 
 "Cannot answer" is decided without a model: a failed node no replan has been asked about yet,
-or a node that finished with an empty result. A graph whose every node returned something ends
+a node that finished with an empty result, or what the plan itself left out (it was cut off, or
+validation refused steps: an unknown tool), each asked about once. A graph whose every node returned something ends
 without a model call (the replanner declines, which spends no replan and emits no event). Each
 model call is one replan: bounded by ``graph.max_replan``, its tokens added to the turn's usage
 and counted in ``done``'s ``usage.replans``.
@@ -46,15 +47,17 @@ def model_replanner(turn: Turn) -> Replanner:
     """Nodes a replan was already asked about: not asked about twice."""
 
     async def replanner(request: ReplanRequest) -> Sequence[Node] | None:
-        gaps = {k: v for k, v in unanswered(request.nodes).items() if k not in asked}
+        plan_gaps = {k: v for k, v in turn.plan_report.gaps.items() if k not in asked}
+        gaps = {k: v for k, v in unanswered(request.nodes).items() if k not in asked} | plan_gaps
         if not gaps:
             return None
         asked.update(gaps)
-        reason = request.detail if request.reason == "failure" else "; ".join(gaps.values())
+        reason = (request.detail if request.reason == "failure" and not plan_gaps else "; ".join(gaps.values()))
         result = await replan(turn.query, request.nodes, turn.tools, turn.model, budget=budget, reason=reason,
                               agents=descriptions, language=turn.lang)
         turn.add_usage(result.usage)
         turn.replans += int(result.attempted)
+        turn.plan_replanned = turn.plan_replanned or bool(plan_gaps and result.nodes)
         return result.nodes
 
     return replanner
