@@ -14,7 +14,6 @@ from saber.agent.modes.replan import model_replanner
 from saber.agent.observations import observations, rule_answer
 from saber.agent.plan_report import TRUNCATED_META, PlanReport, plan_event, plan_report, stop_reason
 from saber.agent.prompts import GENERATE
-from saber.agent.redaction import redacted
 from saber.agent.tasks import TASK_KIND
 from saber.events import Error, Plan, Token
 from saber.graph.persist import answered
@@ -32,6 +31,7 @@ from saber.planner import (
     rule_plan,
 )
 from saber.planner.preselect import preselect_agents, preselect_tools
+from saber.redact import redacted
 from saber.tools.index import select_prompt_tools
 
 
