@@ -295,23 +295,37 @@ async def redacted_value(value: Any) -> Any:
     return await asyncio.to_thread(redact_value, value)
 
 
+def _log_arg(value: Any) -> Any:
+    """A log message's argument, redacted: numbers as they are, anything else as its redacted text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return redact(value if isinstance(value, str) else str(value))
+
+
 _installed: list[Callable[..., logging.LogRecord]] = []
 
 
 def install_log_redaction() -> None:
-    """Make every log record carry redacted text: its message (with its arguments merged in) and
-    its traceback. Installed once per process, by the CLI and the server; idempotent."""
+    """Make every log record carry redacted text: its message, its arguments and its traceback. Installed once per process, by the CLI and the server; idempotent."""
     if _installed:
         return
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed format string: left for the handler to report
-            return record
-        record.msg, record.args = redact(message), None
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):  # kept a tuple: formatters such as uvicorn's unpack it
+            record.args = tuple(_log_arg(a) for a in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {k: _log_arg(v) for k, v in record.args.items()}
+        if record.args:
+            try:
+                message = record.getMessage()
+            except Exception:  # a malformed format string: left for the handler to report
+                message = ""
+            if (masked := redact(message)) != message:  # a secret made of the message and an argument
+                record.msg, record.args = masked, ()
         if record.exc_info and not record.exc_text:
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
         return record

@@ -75,6 +75,7 @@ def test_log_records_are_redacted_with_their_arguments_and_tracebacks() -> None:
     logger.propagate = False
     try:
         logger.error("request %s failed", "my password is hunter2-XYZ")
+        logger.warning("the password is %s", "tulip-42-x")
         try:
             raise ValueError("bad api key sk-live-abc123def456ghi789jkl")
         except ValueError:
@@ -82,5 +83,5 @@ def test_log_records_are_redacted_with_their_arguments_and_tracebacks() -> None:
     finally:
         logger.removeHandler(handler)
     text = out.getvalue()
-    assert "hunter2" not in text and "abc123def456" not in text
+    assert "hunter2" not in text and "abc123def456" not in text and "tulip-42" not in text
     assert "request my [redacted] failed" in text and "ValueError" in text
