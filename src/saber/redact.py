@@ -109,7 +109,8 @@ _CREDENTIALS: list[tuple[re.Pattern[str], str]] = [
 _ID_CANDIDATE = re.compile(r"(?<![0-9A-Za-z])\d{17}[\dXx](?![0-9A-Za-z])")
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _ID_CODES = "10X98765432"
-_CARD_CANDIDATE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_CARD_CANDIDATE = re.compile(r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])")
+"""13 to 19 digits standing alone: not a run of digits inside a hex id."""
 _CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|35|6011|65|62|30[0-5]|36|38)")
 _LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{32,}(?![A-Za-z0-9_\-+/=])")
 
@@ -246,13 +247,20 @@ _CREDENTIAL_KEY = re.compile(
 ``token``; not ``max_tokens`` or ``prompt_tokens``."""
 
 
+IDENTIFIER_KEYS = frozenset({"id", "task_id", "user_id", "document_id", "node_id", "request_id", "run_id",
+                             "race_group", "depends_on", "tool", "tool_name", "type", "status", "mode"})
+"""Keys whose values are identifiers and names the system relies on (to find a task, check its
+owner): kept as they are, even when one happens to look like a token."""
+
+
 def redact_value(value: Any) -> Any:
-    """``value`` (JSON-like data) with every string redacted and every credential key's value masked.
-    Dicts and lists are copied; other values are returned as they are."""
+    """``value`` (JSON-like data) with every string redacted and every credential key's value masked;
+    identifiers (``IDENTIFIER_KEYS``) are kept. Dicts and lists are copied; other values returned as is."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, Mapping):
-        return {k: (MARK if _is_credential(k, v) else redact_value(v)) for k, v in value.items()}
+        return {k: (v if k in IDENTIFIER_KEYS else MARK if _is_credential(k, v) else redact_value(v))
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact_value(v) for v in value]
     return value

@@ -59,12 +59,14 @@ class Budget:
         self.name, self.limits, self.cancel = name, limits, cancel
         self.inflated = 0
         self.text = 0
+        self.position = ""
+        """How far the reading got ("at page 3 of 12"), set by the loader, for the messages."""
 
-    def check_cancelled(self, where: str = "") -> None:
-        """Raise IngestCancelled once ``cancel`` is set; ``where``: how far the reading got."""
+    def check_cancelled(self) -> None:
+        """Raise IngestCancelled once ``cancel`` is set."""
         if self.cancel is not None and self.cancel.is_set():
-            raise IngestCancelled(f"{self.name}: the ingest was cancelled{' ' + where if where else ''} "
-                                  "(its client went away); nothing was stored")
+            where = f" {self.position}" if self.position else ""
+            raise IngestCancelled(f"{self.name}: the ingest was cancelled{where} (its client went away); nothing was stored")
 
     def declare(self, part: str, size: int, compressed: int) -> None:
         """A part's size as its header states it, checked before any of it is inflated."""

@@ -7,6 +7,7 @@ chunker can split on sections. Errors name the file and the problem.
 from __future__ import annotations
 
 import html
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from saber.rag.documents import (
     stored_text,
 )
 from saber.rag.limits import Budget, LimitExceeded, ReadLimits
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -209,13 +212,16 @@ def _load_pdf(p: Path, budget: Budget) -> tuple[str, str]:
         with pypdf.apply_configuration(None, **limits):
             reader = pypdf.PdfReader(str(p))
             for number, page in enumerate(reader.pages, 1):
-                budget.check_cancelled(f"at page {number} of {len(reader.pages)}")
+                budget.position = f"at page {number} of {len(reader.pages)}"
+                budget.check_cancelled()
                 contents = page.get_contents()
                 if contents is not None:
                     budget.inflate(f"page {number}", len(contents.get_data()))
                     budget.check_ratio("its content streams", budget.inflated, size)
                 pages.append(page.extract_text() or "")
                 budget.extracted(len(pages[-1]))
+                if number % 1000 == 0:
+                    log.debug("%s: read %d of %d pages", p.name, number, len(reader.pages))
             meta_title = str(reader.metadata.title).strip() if reader.metadata is not None and reader.metadata.title else ""
     except LimitReachedError as exc:
         raise LimitExceeded(f"{p.name}: a stream inflates past {per_stream / 1048576:,.1f} MB, the limit ({setting}) "

@@ -58,6 +58,13 @@ def test_every_secret_of_a_long_text_is_masked() -> None:
     assert out.count(MARK) == 50 and out.endswith(" filler")
 
 
+def test_identifiers_are_kept() -> None:
+    task_id = "bed6ee4cb91c4532015112830366cceb5ef"[:32]
+    assert redact(f"task {task_id}") == f"task {task_id}"
+    assert redact_value({"task_id": "sk-live-abc123def456ghi789jkl"})["task_id"].startswith("sk-live")
+    assert redact("card 4532015112830366") == f"card {MARK}"
+
+
 def test_data_is_redacted_by_value_and_by_credential_key() -> None:
     value = {"username": "alice", "password": "tulip", "db_password": 1234, "api_key": "x",
              "max_tokens": 512, "usage": {"prompt_tokens": 10}, "note": ["my pwd is t0p-s3cret"], "ok": True}

@@ -83,3 +83,30 @@ def pdf_bomb(path: Path, inflated_mb: int = 200) -> Path:
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     path.write_bytes(bytes(out))
     return path
+
+
+def many_pages_pdf(path: Path, pages: int) -> Path:
+    """A valid PDF of ``pages`` pages of text: slow to read whole (pypdf extracts page by page)."""
+    font = pages * 2 + 3
+    objects: dict[int, bytes] = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(pages)), pages),
+        font: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    }
+    for i in range(pages):
+        text = b"BT /F1 9 Tf 20 180 Td " + b"".join(b"(page %d line %d of the report) Tj 0 -10 Td " % (i, j)
+                                                     for j in range(15)) + b"ET"
+        objects[3 + 2 * i] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents %d 0 R "
+                              b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (4 + 2 * i, font))
+        objects[4 + 2 * i] = b"<< /Length %d >>\nstream\n" % len(text) + text + b"\nendstream"
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for number in sorted(objects):
+        offsets[number] = len(out)
+        out += b"%d 0 obj\n" % number + objects[number] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (font + 1)
+    out += b"".join(b"%010d 00000 n \n" % offsets[n] for n in range(1, font + 1))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (font + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
