@@ -123,3 +123,26 @@ def test_reading_a_bomb_takes_bounded_memory(bombs: dict[str, Path], name: str) 
     measured = json.loads(run.stdout)
     assert measured["error"] in ("LimitExceeded", "RagError")
     assert measured["grew_mb"] < 80, measured
+
+
+def test_saber_ingest_reports_a_bomb_in_one_line_and_stores_nothing(bombs: dict[str, Path], tmp_path: Path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from saber.clikit.output import CLIError
+    from saber.knowledge_cli import ingest_command, set_engine_factory
+    from saber.rag import HashingEmbedder, SQLiteStore
+
+    db = tmp_path / "saber.db"
+    set_engine_factory(lambda: RagEngine(SQLiteStore(db), HashingEmbedder(256)))
+    try:
+        app = typer.Typer()
+        app.command("ingest")(ingest_command)
+        app.command("unused")(lambda: None)
+        result = CliRunner().invoke(app, ["ingest", str(bombs["docx"])])
+    finally:
+        set_engine_factory(None)
+    assert isinstance(result.exception, CLIError)
+    lines = [line for line in result.output.splitlines() if "bomb.docx" in line]
+    assert len(lines) == 1 and "(rag_max_ratio)" in lines[0], result.output
+    assert RagEngine(SQLiteStore(db), HashingEmbedder(256)).list_documents() == []
