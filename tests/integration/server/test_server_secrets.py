@@ -9,13 +9,14 @@ import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
 from server_helpers import LiveServer
 
 from saber.testing import FakeOpenAIServer
-from saber.tools import tool
+from saber.tools import ToolError, tool
 
 PASSWORD = "hunter2-XYZ"
 API_KEY = "sk-live-abc123def456ghi789jkl"
@@ -27,6 +28,12 @@ def sign_in(username: str, password: str, api_key: str) -> dict[str, str]:
     """Sign in to a service (a test tool): records what it was given, echoes the credentials back."""
     SEEN.append({"password": password, "api_key": api_key})
     return {"user": username, "password": password, "session": f"signed in with api key {api_key}"}
+
+
+@tool
+def check_login(password: str) -> str:
+    """Check a password (a test tool): refuses it, repeating it in its error."""
+    raise ToolError(f"login refused: the password {password} is wrong")
 
 
 @pytest.fixture
@@ -47,7 +54,13 @@ def log_output() -> Iterator[io.StringIO]:
 
 def _plan(password: str, api_key: str) -> str:
     return json.dumps([{"id": "n1", "tool": "sign_in",
-                        "params": {"username": "alice", "password": password, "api_key": api_key}}])
+                        "params": {"username": "alice", "password": password, "api_key": api_key}},
+                       {"id": "n2", "tool": "check_login", "params": {"password": password}}])
+
+
+def _spans_text(spans: Any) -> str:
+    return "\n".join(f"{s.name} {dict(s.attributes or {})} {s.status.description} {[e.attributes for e in s.events]}"
+                     for s in spans.get_finished_spans())
 
 
 def _stored_text(db: str) -> str:
@@ -63,9 +76,10 @@ def _stored_text(db: str) -> str:
     f"帮我登录 密码：{PASSWORD} api_key={API_KEY}",
 ])
 def test_a_secret_in_a_query_is_in_nothing_stored_or_served(
-        query: str, serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer, log_output: io.StringIO) -> None:
+        query: str, serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer, log_output: io.StringIO,
+        otel_spans: Any) -> None:
     fake_llm.queue(_plan(PASSWORD, API_KEY), "You are signed in.")
-    live = serve(tools=[sign_in], builtin=False)
+    live = serve(tools=[sign_in, check_login], builtin=False)
     with httpx.Client(base_url=live.url, timeout=30) as client:
         answer = client.post("/api/chat", json={"message": query, "mode": "react", "user_id": "alice"})
         assert answer.status_code == 200, answer.text
@@ -80,8 +94,11 @@ def test_a_secret_in_a_query_is_in_nothing_stored_or_served(
     assert SEEN == [{"password": PASSWORD, "api_key": API_KEY}]  # the live run used the secret
     stored = _stored_text(str(live.settings.sqlite_path))
     assert "sign_in" in stored, "the checkpoint was written"
+    assert detail["nodes"][1]["status"] == "failed" and "login refused" in detail["nodes"][1]["error"]
     everything = {"task": served[1], "task list": served[2], "event log": served[3], "memory route": served[4],
-                  "chat answer": served[0], "database": stored, "logs": log_output.getvalue()}
+                  "chat answer": served[0], "database": stored, "logs": log_output.getvalue(),
+                  "traces": _spans_text(otel_spans)}
+    assert "login refused" in everything["traces"]
     leaks = [where for where, text in everything.items() if PASSWORD in text or "abc123def456" in text]
     assert leaks == []
     assert "[redacted]" in served[1] and "[redacted]" in stored
