@@ -146,3 +146,21 @@ def test_saber_ingest_reports_a_bomb_in_one_line_and_stores_nothing(bombs: dict[
     lines = [line for line in result.output.splitlines() if "bomb.docx" in line]
     assert len(lines) == 1 and "(rag_max_ratio)" in lines[0], result.output
     assert RagEngine(SQLiteStore(db), HashingEmbedder(256)).list_documents() == []
+
+
+def test_the_limits_come_from_the_rag_settings(tmp_path: Path, bombs: dict[str, Path]) -> None:
+    from saber.config import Settings
+    from saber.rag import engine_from_settings
+
+    engine = engine_from_settings(Settings(home=tmp_path, rag_max_inflated_mb=150, rag_max_ratio=5000,
+                                           rag_max_text_chars=50_000))
+    (tmp_path / "long.txt").write_text("words " * 10_000, encoding="utf-8")
+    try:
+        assert engine.read_limits == ReadLimits(max_inflated_bytes=150 * MB, max_ratio=5000, max_text_chars=50_000)
+        with pytest.raises(LimitExceeded, match=r"150 MB limit \(rag_max_inflated_mb\)"):
+            engine.ingest_file(bombs["docx"])  # within 5000:1: the 200 MB passes the ratio, not the size
+        with pytest.raises(LimitExceeded, match=r"more than 50,000 characters"):
+            engine.ingest_file(tmp_path / "long.txt")
+        assert engine.list_documents() == []
+    finally:
+        engine.close()
