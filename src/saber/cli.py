@@ -42,6 +42,7 @@ from saber.cluster.worker_cli import worker_command
 from saber.db.cli import db_app
 from saber.knowledge_cli import docs_app, ingest_command
 from saber.mcp.cli import mcp_app
+from saber.redact import install_log_redaction
 from saber.server.serve import serve_command
 
 if TYPE_CHECKING:
@@ -383,6 +384,7 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI and turn every user error into one line and an exit code."""
     logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
+    install_log_redaction()  # no secret from a query or a tool result in any log line
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
         if code == EXIT_INTERRUPTED:  # typer turns a Ctrl-C a command did not catch into Exit(130), silently

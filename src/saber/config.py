@@ -207,6 +207,13 @@ class Settings(BaseModel):
 
     # knowledge base
     rag_max_file_mb: float = Field(64.0, gt=0)
+    rag_max_inflated_mb: float = Field(100.0, gt=0)
+    """Megabytes a file may inflate to while it is read (.docx zip members, PDF content streams):
+    a decompression bomb is refused when it passes this, not after."""
+    rag_max_ratio: float = Field(100.0, gt=1)
+    """Inflated bytes per compressed byte a zip member or PDF stream (over 1 MB inflated) may reach."""
+    rag_max_text_chars: int = Field(5_000_000, ge=1_000)
+    """Characters of text one file may yield."""
     rag_child_size: int = Field(200, ge=20)
     """Characters per small chunk (what is matched); its parent section is what is returned."""
     rag_child_overlap: int = Field(50, ge=0)

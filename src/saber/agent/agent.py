@@ -34,7 +34,7 @@ from saber.agent.memory.cues import ModelExtraction
 from saber.agent.modes.tool import ask_for_arguments, run_tool
 from saber.agent.modes.tool_args import choose_tool_call
 from saber.agent.prompts import language_of
-from saber.agent.redaction import checked_memory_text, off_loop_if_long, redacted
+from saber.agent.redaction import checked_memory_text, off_loop_if_long
 from saber.agent.router import (
     KnowledgeEvidence,
     Mode,
@@ -70,6 +70,7 @@ from saber.rag.documents import EmbeddingError
 from saber.rag.factory import engine_from_settings
 from saber.rag.scope import knowledge_scope
 from saber.rag.tools import knowledge_tools
+from saber.redact import redacted
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
 from saber.tools.index import ToolIndex

@@ -1,6 +1,5 @@
-"""The one redaction used wherever a query or answer is persisted or published (history, the
-checkpoint's task meta, the event bus), and the memory gate and routing, kept off the event loop
-for long text.
+"""The memory gate and rule scans kept off the event loop for long text (redaction itself is
+``saber.redact.redacted``).
 
 The gates are linear but not free (about 2 µs a character): text longer than ``INLINE_CHARS`` is
 scanned in a worker thread, in windows, so the loop keeps serving other requests meanwhile.
@@ -12,18 +11,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from saber.agent.memory.gates import Rejection, check_memory_text, redact_secrets
-
-INLINE_CHARS = 4_096
+from saber.agent.memory.gates import Rejection, check_memory_text
+from saber.redact import INLINE_CHARS
 
 T = TypeVar("T")
-
-
-async def redacted(text: str) -> str:
-    """``redact_secrets(text)``, in a thread when the text is long."""
-    if len(text) <= INLINE_CHARS:
-        return redact_secrets(text)
-    return await asyncio.to_thread(redact_secrets, text)
 
 
 async def checked_memory_text(text: str) -> Rejection | None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from saber.db import Database
+from saber.jsonsafe import to_jsonable
+from saber.redact import redact_value
 
 TASK_WIDE = "*tool:"
 
@@ -56,7 +58,9 @@ class ApprovalStore:
         return _row(row) if row else None
 
     def ask(self, *, task_id: str, node_id: str, user_id: str, tool: str, params: dict[str, Any], reason: str) -> Question:
-        """The question for this node: the one already asked (answered or not), else a new one."""
+        """The question for this node: the one already asked (answered or not), else a new one. Its
+        params are kept and shown with their secrets redacted (the step itself runs with its own)."""
+        params = redact_value(to_jsonable(params))
         with self.db.transaction(write=True, durable=True) as tx:
             row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
                              (task_id, node_id)).fetchone()
@@ -64,7 +68,7 @@ class ApprovalStore:
                 return _row(row)
             now = time.time()
             tx.execute(f"INSERT INTO saber_approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', '', '', ?)",
-                       (task_id, node_id, user_id, tool, json.dumps(params, ensure_ascii=False, default=str), reason, now))
+                       (task_id, node_id, user_id, tool, json.dumps(params, ensure_ascii=False), reason, now))
         return Question(task_id=task_id, node_id=node_id, user_id=user_id, tool=tool, params=params, reason=reason,
                         status="pending", created_at=now)
 

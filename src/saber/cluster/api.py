@@ -28,6 +28,7 @@ from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
 from saber.cluster.signals import cancel_key, request_cancel, wake_channel
 from saber.config import Settings
 from saber.events import Done, Start
+from saber.redact import redact
 from saber.server.errors import ApiError
 from saber.server.runs import EventSource, RunManager, TaskRun
 
@@ -73,7 +74,7 @@ class ClusterRunManager(RunManager):
         if row is None or row["user_id"] != user_id:
             return None
         run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"],
-                      query=str(row["request"].get("message", "")), started=float(row["enqueued_at"]),
+                      query=redact(str(row["request"].get("message", ""))), started=float(row["enqueued_at"]),
                       log=self._log(task_id, floor=int(row["request"].get("after") or 0)), queued=row["status"] == "queued")
         await run.log.load()  # type: ignore[attr-defined]
         self._remember(run)

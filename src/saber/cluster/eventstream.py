@@ -23,6 +23,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from saber.jsonsafe import dumps, to_jsonable
+from saber.redact import redacted_value
 from saber.server.eventlog import EventLog, LoggedEvent
 
 
@@ -83,7 +84,7 @@ class StreamWriter:
 
     async def append(self, type_: str, data: dict[str, Any], *, final: bool = False) -> int:
         seq = self.seq + 1
-        fields = {"t": type_, "d": dumps(to_jsonable(data))}
+        fields = {"t": type_, "d": dumps(await redacted_value(to_jsonable(data)))}  # served later: no secret
         if final:
             fields["f"] = "1"
         try:

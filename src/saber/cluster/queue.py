@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from saber.db.database import Database
+from saber.redact import redact_value
 
 _NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
 """The database's clock: every lease is measured on one clock, whatever the machines' clocks say."""
@@ -173,11 +174,17 @@ class RunQueue:
         return {r[0] for r in rows}
 
     def finish(self, worker: str, task_id: str, status: str) -> bool:
-        """``status``: done | cancelled. False if the run was no longer ``worker``'s."""
+        """``status``: done | cancelled. False if the run was no longer ``worker``'s. The request kept
+        in the row is redacted now that no worker needs its text (a secret in it is not kept)."""
         with self.db.transaction() as tx:
-            done = tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL "
-                              "WHERE task_id = ? AND worker = ? AND status = 'running'", (status, task_id, worker))
-            return done.rowcount > 0
+            row = tx.execute("SELECT request FROM saber_run_queue WHERE task_id = ? AND worker = ? AND status = 'running' "
+                             "FOR UPDATE", (task_id, worker)).fetchone()
+            if row is None:
+                return False
+            request = redact_value(json.loads(row[0]) if isinstance(row[0], str) else row[0])
+            tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL, request = ? "
+                       "WHERE task_id = ?", (status, json.dumps(request), task_id))
+            return True
 
     def hand_back(self, worker: str, task_id: str) -> bool:
         """Put a run ``worker`` stops (it is shutting down) back in the queue for another worker."""

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from saber.config import ConfigError, Settings
+from saber.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ class RunSpans:
         call = tracer.start_span(f"execute_tool {tool}", context=trace.set_span_in_context(node), start_time=start,
                                  attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
         if data.get("status") != "done":
-            call.set_status(trace.Status(trace.StatusCode.ERROR, str(data.get("error") or data.get("status"))))
+            call.set_status(trace.Status(trace.StatusCode.ERROR, redact(str(data.get("error") or data.get("status")))))
         call.end(end_time=end)
         node.end(end_time=end)
 
@@ -176,7 +177,7 @@ class RunSpans:
                                     start_time=end - int(float(data.get("duration_ms") or 0) * 1e6),
                                     attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
         if data.get("error"):
-            call.set_status(trace.Status(trace.StatusCode.ERROR, str(data["error"])))
+            call.set_status(trace.Status(trace.StatusCode.ERROR, redact(str(data["error"]))))
         call.end(end_time=end)
 
 

@@ -30,6 +30,7 @@ from saber.rag.documents import (
 from saber.rag.embedder import Embedder, Vectors
 from saber.rag.filler import FillStatus, VectorFiller, describe_failure
 from saber.rag.fusion import RRF_K, reciprocal_rank_fusion
+from saber.rag.limits import ReadLimits
 from saber.rag.scope import current_scope
 from saber.rag.store.base import KnowledgeStore
 
@@ -71,6 +72,7 @@ class RagEngine:
         *,
         chunking: ChunkingConfig | None = None,
         max_file_mb: float = 64.0,
+        read_limits: ReadLimits | None = None,
         reranker: Reranker | None = None,
         generator: ChatModel | None = None,
         batch_size: int = 32,
@@ -81,6 +83,9 @@ class RagEngine:
         self.embedder = embedder
         self.chunking = chunking or ChunkingConfig()
         self.max_bytes = int(max_file_mb * 1024 * 1024)
+        self.read_limits = read_limits or ReadLimits()
+        """What reading one file may inflate and extract (``rag_max_inflated_mb``, ``rag_max_ratio``,
+        ``rag_max_text_chars``)."""
         self.reranker = reranker
         self.generator = generator
         self.batch_size = batch_size
@@ -118,10 +123,14 @@ class RagEngine:
 
     # -- ingest ----------------------------------------------------------------------------------
 
-    def ingest_file(self, path: str | Path, *, wait: bool = True, on_progress: Progress | None = None) -> IngestResult:
+    def ingest_file(self, path: str | Path, *, wait: bool = True, on_progress: Progress | None = None,
+                    cancel: threading.Event | None = None) -> IngestResult:
+        """Read and store a file. Reading stops at the first limit it passes (``LimitExceeded``) or
+        once ``cancel`` is set (``IngestCancelled``); either way nothing is stored: the document is
+        written in one transaction, after the file was read."""
         from saber.rag.loaders import load_file  # the file readers (HTML, .docx...) load with the first file
 
-        loaded = load_file(path, max_bytes=self.max_bytes)
+        loaded = load_file(path, max_bytes=self.max_bytes, limits=self.read_limits, cancel=cancel)
         return self.ingest_text(loaded.title, loaded.text, source=loaded.source, doc_type=loaded.doc_type,
                                 wait=wait, on_progress=on_progress)
 

@@ -6,6 +6,7 @@ from saber.config import Settings
 from saber.rag.chunking import ChunkingConfig
 from saber.rag.embedder import LOCAL_EMBEDDERS, Embedder, LocalE5Embedder
 from saber.rag.engine import RagEngine
+from saber.rag.limits import ReadLimits
 from saber.rag.store import open_store
 
 
@@ -34,4 +35,6 @@ def engine_from_settings(settings: Settings | None = None) -> RagEngine:
     chunking = ChunkingConfig(child_size=s.rag_child_size, child_overlap=s.rag_child_overlap,
                               parent_size=s.rag_parent_size, parent_overlap=s.rag_parent_overlap)
     recorded = store.recorded_embedder() if s.embedding_provider == "local" else None
-    return RagEngine(store, embedder_from_settings(s, recorded), chunking=chunking, max_file_mb=s.rag_max_file_mb)
+    return RagEngine(store, embedder_from_settings(s, recorded), chunking=chunking, max_file_mb=s.rag_max_file_mb,
+                     read_limits=ReadLimits.from_mb(max_inflated_mb=s.rag_max_inflated_mb, max_ratio=s.rag_max_ratio,
+                                                    max_text_chars=s.rag_max_text_chars))

@@ -7,7 +7,9 @@ chunker can split on sections. Errors name the file and the problem.
 from __future__ import annotations
 
 import html
+import logging
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -21,6 +23,9 @@ from saber.rag.documents import (
     normalize_text,
     stored_text,
 )
+from saber.rag.limits import Budget, LimitExceeded, ReadLimits
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -33,8 +38,11 @@ class LoadedFile:
     source: str
 
 
-def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> LoadedFile:
-    """Text and title of ``path``; raises UnsupportedFileType, FileTooLarge, EmptyDocument or RagError."""
+def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, limits: ReadLimits | None = None,
+              cancel: threading.Event | None = None) -> LoadedFile:
+    """Text and title of ``path``; raises UnsupportedFileType, FileTooLarge (``LimitExceeded`` for a
+    file that inflates or extracts past ``limits``), EmptyDocument, RagError, or IngestCancelled
+    once ``cancel`` is set. Blocking and CPU-heavy: call it from a worker thread."""
     p = Path(path)
     suffix = p.suffix.lower().lstrip(".")
     loader = _LOADERS.get(suffix)
@@ -48,8 +56,12 @@ def load_file(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded
     size = p.stat().st_size
     if size > max_bytes:
         raise FileTooLarge(f"{p.name}: {size / 1048576:.1f} MB is over the {max_bytes / 1048576:.0f} MB limit")
+    budget = Budget(p.name, limits or ReadLimits(), cancel)
     try:
-        title, text = loader(p)
+        title, text = loader(p, budget)
+        if len(text) > budget.limits.max_text_chars:  # the formats read whole; .docx and .pdf count as they go
+            budget.text = 0
+            budget.extracted(len(text))
     except RagError:
         raise
     except Exception as exc:  # a parser's own error on a corrupt file
@@ -97,11 +109,11 @@ def _reads_as_chinese(text: str) -> bool:
 _MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
-def _load_txt(p: Path) -> tuple[str, str]:
+def _load_txt(p: Path, budget: Budget) -> tuple[str, str]:
     return "", _read_text(p)
 
 
-def _load_md(p: Path) -> tuple[str, str]:
+def _load_md(p: Path, budget: Budget) -> tuple[str, str]:
     text = _read_text(p)
     m = _MD_TITLE.search(text)
     return (m.group(1).strip() if m else ""), text
@@ -166,7 +178,7 @@ class _HtmlToText(HTMLParser):
         return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def _load_html(p: Path) -> tuple[str, str]:
+def _load_html(p: Path, budget: Budget) -> tuple[str, str]:
     """The main content (trafilatura); a page too small for it to judge is read whole."""
     from saber.rag.html_main import extract_main
 
@@ -185,12 +197,35 @@ def _load_html(p: Path) -> tuple[str, str]:
     return html.unescape(parser.title).strip(), text
 
 
-def _load_pdf(p: Path) -> tuple[str, str]:
+def _load_pdf(p: Path, budget: Budget) -> tuple[str, str]:
+    """Page by page: each page's content streams count against ``rag_max_inflated_mb`` (and, in
+    all, ``rag_max_ratio`` of the file's size) before its text is extracted; pypdf's own output
+    limits per stream are set from the same settings, so no single stream inflates past them."""
     import pypdf
+    from pypdf.errors import LimitReachedError
 
+    size = p.stat().st_size
+    per_stream, setting = budget.limits.stream_limit(size)
+    limits = {name: per_stream for name in _PYPDF_OUTPUT_LIMITS}
+    pages: list[str] = []
     try:
-        reader = pypdf.PdfReader(str(p))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        with pypdf.apply_configuration(None, **limits):
+            reader = pypdf.PdfReader(str(p))
+            for number, page in enumerate(reader.pages, 1):
+                budget.position = f"at page {number} of {len(reader.pages)}"
+                budget.check_cancelled()
+                contents = page.get_contents()
+                if contents is not None:
+                    budget.inflate(f"page {number}", len(contents.get_data()))
+                    budget.check_ratio("its content streams", budget.inflated, size)
+                pages.append(page.extract_text() or "")
+                budget.extracted(len(pages[-1]))
+                if number % 1000 == 0:
+                    log.debug("%s: read %d of %d pages", p.name, number, len(reader.pages))
+            meta_title = str(reader.metadata.title).strip() if reader.metadata is not None and reader.metadata.title else ""
+    except LimitReachedError as exc:
+        raise LimitExceeded(f"{p.name}: a stream inflates past {per_stream / 1048576:,.1f} MB, the limit ({setting}) "
+                            f"for a {size / 1024:,.0f} KB file: a decompression bomb? ({exc})", setting=setting) from None
     except pypdf.errors.PdfReadError as exc:
         raise RagError(f"{p.name}: not a readable PDF: {exc}") from None
     if not pages:
@@ -201,20 +236,30 @@ def _load_pdf(p: Path) -> tuple[str, str]:
             f"{p.name}: the PDF has {len(pages)} page(s) but no extractable text "
             "(image-only or scanned PDF; run OCR first)"
         )
-    meta_title = ""
-    if reader.metadata is not None and reader.metadata.title:
-        meta_title = str(reader.metadata.title).strip()
     return meta_title, text
 
 
-def _load_docx(p: Path) -> tuple[str, str]:
+_PYPDF_OUTPUT_LIMITS = (
+    "zlib_maximum_output_length", "lzw_maximum_output_length", "run_length_maximum_output_length",
+    "brotli_maximum_output_length", "jbig2_maximum_output_length", "array_based_stream_maximum_output_length",
+)
+
+
+def _docx_part(name: str) -> bool:
+    """The parts python-docx reads for text: XML and relationships, not media or embedded files."""
+    return name.endswith((".xml", ".rels"))
+
+
+def _load_docx(p: Path, budget: Budget) -> tuple[str, str]:
     import zipfile
 
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
+    from saber.rag.zipread import read_package
+
     try:
-        document = docx.Document(str(p))
+        document = docx.Document(read_package(p, budget, wanted=_docx_part))
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         reason = "not a zip package" if isinstance(exc, (PackageNotFoundError, zipfile.BadZipFile)) else str(exc)
         raise RagError(f"{p.name}: not a valid .docx file ({reason}); save it again from Word or LibreOffice") from None
@@ -224,6 +269,7 @@ def _load_docx(p: Path) -> tuple[str, str]:
         text = para.text.strip()
         if not text:
             continue
+        budget.extracted(len(text))
         style = (para.style.name if para.style is not None else "") or ""
         if style == "Title":
             title = title or text
@@ -236,11 +282,12 @@ def _load_docx(p: Path) -> tuple[str, str]:
             lines.append(text)
     for table in document.tables:
         lines.append("\n".join("| " + " | ".join(cell.text.strip() for cell in row.cells) + " |" for row in table.rows))
+        budget.extracted(len(lines[-1]))
     core_title = (document.core_properties.title or "").strip()
     return core_title or title or heading, "\n\n".join(lines)
 
 
-_LOADERS: dict[str, Callable[[Path], tuple[str, str]]] = {
+_LOADERS: dict[str, Callable[[Path, Budget], tuple[str, str]]] = {
     "txt": _load_txt,
     "md": _load_md,
     "markdown": _load_md,

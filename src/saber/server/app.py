@@ -14,6 +14,7 @@ from saber.cluster import metrics_route, tracing
 from saber.cluster.metrics import HttpMetrics
 from saber.cluster.serving import start_cluster
 from saber.config import Settings
+from saber.redact import install_log_redaction
 from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
 from saber.server.hostguard import AllowedHosts, HostOriginGuard
@@ -32,6 +33,7 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None, *, 
     environment) when the app starts, off the event loop, and closed when it stops; an agent
     passed in stays the caller's to close. ``bound_host``: the address given to ``saber serve``,
     a ``Host`` the app answers to besides loopback names and ``server.allowed_hosts``."""
+    install_log_redaction()  # no secret from a query or a tool result in any log line
     settings = settings or (agent.settings if agent is not None else Settings.load())
     keys = KeyRing.from_settings(settings)
 

@@ -1,5 +1,8 @@
 """A task's events, numbered from 1, that any number of readers replay and then follow live.
 
+Every event is stored with its secrets redacted (``saber.redact``): the log is served to any
+reader later, so a password typed in a query or returned by a tool is not in it.
+
 This in-memory log is what one process serves; the distributed mode swaps in a log kept in a
 Redis stream with the same three operations (append, close, follow).
 """
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from saber.jsonsafe import dumps, to_jsonable
+from saber.redact import redact_value, redacted_value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,9 +41,17 @@ class EventLog:
         self._changed = asyncio.Event()
 
     def append(self, type_: str, data: dict[str, Any]) -> LoggedEvent:
+        """Log an event (redacted here, on the loop: for small data; see ``add``)."""
+        return self._append(type_, redact_value(to_jsonable(data)))
+
+    async def add(self, type_: str, data: dict[str, Any]) -> LoggedEvent:
+        """``append``, redacting in a worker thread when the event holds much text."""
+        return self._append(type_, await redacted_value(to_jsonable(data)))
+
+    def _append(self, type_: str, data: dict[str, Any]) -> LoggedEvent:
         if self.closed:
             raise RuntimeError("the event log is closed")
-        event = LoggedEvent(seq=len(self.events) + 1, type=type_, data=to_jsonable(data))
+        event = LoggedEvent(seq=len(self.events) + 1, type=type_, data=data)
         self.events.append(event)
         self._wake()
         return event

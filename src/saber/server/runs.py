@@ -122,6 +122,7 @@ class RunManager:
             with trace.current():
                 stream = source()
                 first = await anext(aiter(stream))
+                await self._record(run, trace, first)  # before the pump starts: the log keeps the order
                 run.pump = asyncio.create_task(self._pump(run, stream, trace), name=f"saber-server-run-{run.task_id}")
         except BaseException:
             trace.end()
@@ -130,20 +131,20 @@ class RunManager:
             else:
                 del self._runs[run.task_id]
             raise
-        self._record(run, trace, first)
         return run
 
     @staticmethod
-    def _record(run: TaskRun, trace: LocalRunTrace, event: Event) -> None:
-        run.log.append(event.type, event.data)
-        run.observer.observe(event.type, event.data)
-        trace.observe(event.type, event.data)
+    async def _record(run: TaskRun, trace: LocalRunTrace, event: Event) -> None:
+        """Log an event; the log, the metrics and the trace all see it with its secrets redacted."""
+        logged = await run.log.add(event.type, event.data)
+        run.observer.observe(event.type, logged.data)
+        trace.observe(event.type, logged.data)
 
     async def _pump(self, run: TaskRun, stream: AsyncIterator[Event], trace: LocalRunTrace) -> None:
         try:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for event in stream:
-                    self._record(run, trace, event)
+                    await self._record(run, trace, event)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # the agent turns failures into events; this is a bug, still end the stream

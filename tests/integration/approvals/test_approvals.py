@@ -96,6 +96,27 @@ async def test_approved_step_runs_once_and_others_do_not_wait(tmp_path: Path) ->
     assert events[-1].data["answer"] == "Deleted the old logs; the yard looks fine."
 
 
+async def test_a_question_keeps_no_secret_of_its_step(tmp_path: Path) -> None:
+    """Issue 28, item 6: the approvals table and the question shown hold the step's params redacted;
+    the approved step runs with the real ones."""
+    import sqlite3
+
+    secret = {"id": "n1", "type": "tool", "tool": "delete_everything",
+              "params": {"target": "logs of db password is hunter2-XYZ"}, "depends_on": []}
+    agent = agent_for(tmp_path, [plan(secret), "Done."])
+    async with agent:
+        async def approve(q: ApprovalRequired) -> None:
+            await agent.approvals.decide(q.task_id, q.node_id, approve=True, by="alice")
+
+        events = await collect_answering(agent, "delete them", approve)
+    asked = next(e for e in events if isinstance(e, ApprovalRequired))
+    assert asked.params == {"target": "logs of db [redacted]"}
+    assert RUNS == ["logs of db password is hunter2-XYZ"]
+    with sqlite3.connect(tmp_path / "home" / "saber.db") as db:
+        rows = db.execute("SELECT params FROM saber_approvals").fetchall()
+    assert rows and all("hunter2" not in row[0] for row in rows)
+
+
 async def test_denied_step_fails_without_running_and_the_generator_is_told(tmp_path: Path) -> None:
     model_replies = [plan(DELETE, LOOK), "I did not delete the logs: you refused."]
     agent = agent_for(tmp_path, model_replies)

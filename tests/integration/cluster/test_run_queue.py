@@ -130,3 +130,17 @@ def test_a_task_id_queued_meanwhile_is_a_duplicate_not_a_database_error(queue: R
         thread.join(30)
     assert isinstance(outcome[0], DuplicateTask) and "already queued" in str(outcome[0]), outcome
     assert queue.get("same")["user_id"] == "alice"  # type: ignore[index]
+
+
+def test_a_finished_run_keeps_its_request_redacted(queue: RunQueue) -> None:
+    """Issue 28, item 6: the worker needs the message while the run runs; once it has ended the row
+    keeps no secret of it."""
+    message = "sign in: my password is hunter2-XYZ"
+    queue.enqueue(task_id="s1", user_id="alice", kind="chat", request={"message": message, "mode": "react"})
+    claim = queue.claim("w1")
+    assert claim is not None and claim.request["message"] == message
+    assert queue.finish("w1", "s1", "done")
+    row = queue.get("s1")
+    assert row is not None and row["status"] == "done"
+    assert row["request"] == {"message": "sign in: my [redacted]", "mode": "react"}
+    assert not queue.finish("w1", "s1", "done")  # no longer running: nothing changes

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from saber.agent.memory.gates import check_memory_text, is_chinese_id_number, luhn_valid
+from saber.agent.memory.gates import check_memory_text
+from saber.redact import is_chinese_id_number, luhn_valid
 
 ORDINARY = [
     "I live in Beijing",
@@ -206,7 +207,7 @@ def test_ordinary_english_prose_passes(words: list[str]) -> None:
 
 
 def test_redact_secrets_masks_every_secret_and_keeps_the_rest() -> None:
-    from saber.agent.memory.gates import redact_secrets
+    from saber.redact import redact as redact_secrets
 
     text = "my key is sk-abcdefghijklmnopqrstuv and AKIAABCDEFGHIJKLMNOP, thanks"
     out = redact_secrets(text)

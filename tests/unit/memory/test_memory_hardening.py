@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from saber.agent.memory.extract import parse_memory_json, strict_json
-from saber.agent.memory.gates import _OVERLAP, _WINDOW, check_memory_text, redact_secrets
+from saber.agent.memory.gates import _OVERLAP, _WINDOW, check_memory_text
 from saber.agent.memory.preferences import extract_preferences, parse_preference_json
+from saber.redact import redact as redact_secrets
 
 
 def test_a_name_stops_at_the_end_of_its_sentence() -> None:

@@ -21,7 +21,6 @@ from saber.agent.plan_report import (
     stop_reason,
 )
 from saber.agent.prompts import GENERATE
-from saber.agent.redaction import redacted
 from saber.agent.tasks import TASK_KIND
 from saber.events import Error, Plan, Token
 from saber.graph.persist import answered
@@ -39,6 +38,7 @@ from saber.planner import (
     rule_plan,
 )
 from saber.planner.preselect import preselect_agents, preselect_tools
+from saber.redact import redacted
 from saber.tools.index import select_prompt_tools
 
 

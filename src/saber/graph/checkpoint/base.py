@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from saber.graph.node import Node
 from saber.graph.tool_output import jsonable
+from saber.redact import redact, redact_value
 
 TaskStatus = Literal["running", "answering", "done", "failed", "cancelled"]
 """answering: the graph finished and the caller is writing the answer (``GraphRuntime(answer_follows=True)``);
@@ -127,16 +128,23 @@ class CheckpointStore(ABC):
 # -- helpers shared by the implementations ------------------------------------------------------
 
 def node_spec(node: Node) -> str:
-    """The part of a node that does not change while it runs, as JSON."""
+    """The part of a node that does not change while it runs, as JSON, secrets redacted (a resumed
+    node that needs one gets ``[redacted]``: the secret is never on disk)."""
     return _dumps({
-        "type": node.type, "tool": node.tool, "agent": node.agent, "goal": node.goal,
-        "params": node.params, "depends_on": node.depends_on, "race_group": node.race_group,
+        "type": node.type, "tool": node.tool, "agent": node.agent, "goal": redact(node.goal),
+        "params": redact_value(jsonable(node.params)), "depends_on": node.depends_on, "race_group": node.race_group,
     })
 
 
 def node_state(node: Node) -> tuple[str, str, str | None, int, float]:
-    """(status, result JSON, error, attempts, duration_ms)."""
-    return node.status.value, _dumps(node.result), node.error, node.attempts, node.duration_ms
+    """(status, result JSON, error, attempts, duration_ms), secrets redacted."""
+    error = redact(node.error) if node.error else node.error
+    return node.status.value, _dumps(redact_value(jsonable(node.result))), error, node.attempts, node.duration_ms
+
+
+def meta_json(meta: Mapping[str, Any]) -> str:
+    """A task's meta as JSON, secrets redacted."""
+    return json.dumps(redact_value(jsonable(dict(meta))), ensure_ascii=False)
 
 
 def node_from_row(node_id: str, spec: str, status: str, result: str, error: str | None,

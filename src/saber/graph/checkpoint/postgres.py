@@ -15,6 +15,7 @@ from saber.graph.checkpoint.base import (
     TaskClaimedError,
     TaskStatus,
     claimable,
+    meta_json,
     node_from_row,
     node_spec,
     node_state,
@@ -55,7 +56,7 @@ class PostgresCheckpointStore(PooledCheckpointStore):
             "ON CONFLICT (task_id) DO UPDATE SET status=excluded.status, config=excluded.config, "
             "replans=excluded.replans, meta=excluded.meta, updated_at=now(), owner=excluded.owner, "
             "lease_until=excluded.lease_until",
-            (task_id, status, json.dumps(config), replans, json.dumps(meta, default=str),
+            (task_id, status, json.dumps(config), replans, meta_json(meta),
              owner, owner, self.lease_seconds),
         )
         cur.execute("DELETE FROM checkpoint_nodes WHERE task_id=%s", (task_id,))

@@ -23,6 +23,7 @@ from saber.graph.checkpoint.base import (
     TaskClaimedError,
     TaskStatus,
     claimable,
+    meta_json,
     node_from_row,
     node_spec,
     node_state,
@@ -61,7 +62,7 @@ class SQLiteCheckpointStore(PooledCheckpointStore):
             "lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task_id) DO UPDATE SET "
             "status=excluded.status, config=excluded.config, replans=excluded.replans, meta=excluded.meta, "
             "updated_at=excluded.updated_at, owner=excluded.owner, lease_until=excluded.lease_until",
-            (task_id, status, json.dumps(config), replans, json.dumps(meta, default=str), now, now, owner, lease),
+            (task_id, status, json.dumps(config), replans, meta_json(meta), now, now, owner, lease),
         )
         db.execute("DELETE FROM checkpoint_nodes WHERE task_id = ?", (task_id,))
         db.executemany(

@@ -12,6 +12,7 @@ from sse_starlette import EventSourceResponse
 from saber.agent import Agent
 from saber.events import Event
 from saber.llm.types import Message
+from saber.redact import redacted
 from saber.server.auth import caller
 from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
@@ -35,7 +36,7 @@ def check_message(text: str, limit: int, field: str = "message") -> None:
 async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatRequest,
                      history: list[Message] | None = None, kind: str = "chat") -> TaskRun:
     task_id = body.task_id or uuid.uuid4().hex
-    run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=body.message, detached=body.detach)
+    run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=await redacted(body.message), detached=body.detach)
 
     def source() -> AsyncIterator[Event]:
         return agent.stream(body.message, user_id=user, mode=body.mode, selected_tools=body.selected_tools,

@@ -18,8 +18,10 @@ embedder or the store keeps failing (``state: failing``, ``error``, ``retry_in_s
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shutil
+import threading
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -31,7 +33,9 @@ from saber.config import Settings
 from saber.rag.documents import Document, EmbeddingError, FileTooLarge, IngestResult, RagError
 from saber.rag.engine import RagEngine
 from saber.rag.filler import FillStatus
+from saber.rag.limits import IngestCancelled
 from saber.server.deps import AgentDep, SettingsDep, UserDep
+from saber.server.disconnect import cancel_on_disconnect
 from saber.server.errors import ERROR_RESPONSES, ApiError, ErrorDetail, not_found, request_id_of, shown
 from saber.server.schemas import (
     DeletedResponse,
@@ -43,6 +47,8 @@ from saber.server.schemas import (
     UploadStatus,
     VectorFill,
 )
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/api/documents", tags=["documents"], responses=ERROR_RESPONSES)
 
@@ -164,20 +170,27 @@ async def _save(upload: UploadFile, target: Path, name: str, limit: int) -> None
         await asyncio.to_thread(out.close)
 
 
-def _ingest(engine: RagEngine, path: Path, name: str, user: str) -> IngestResult:
+def _ingest(engine: RagEngine, path: Path, name: str, user: str, cancel: threading.Event) -> IngestResult:
     """Store the saved file (blocking) as ``user``'s: titled by its content or else by ``name``
     without its extension, its source the upload's (never ``path``); errors name the file as the
     user named it. The text of a shared document is that document, left shared; the text of
-    another user's is a document of the user's own (nothing of the other's is shown or shared)."""
+    another user's is a document of the user's own (nothing of the other's is shown or shared).
+    Reading stops once ``cancel`` is set (the client went away) or a ``rag_max_*`` limit is passed;
+    the document is written in one transaction after that, so a stopped ingest leaves nothing."""
     from saber.rag.loaders import load_file
 
     try:
-        loaded = load_file(path, max_bytes=engine.max_bytes)
+        loaded = load_file(path, max_bytes=engine.max_bytes, limits=engine.read_limits, cancel=cancel)
+        if cancel.is_set():
+            raise IngestCancelled(f"{path.name}: the ingest was cancelled (its client went away); nothing was stored")
         title = loaded.title if loaded.title != path.stem else Path(name).stem
         return engine.ingest_text(title, loaded.text, source=upload_source(user, name), doc_type=loaded.doc_type,
                                   wait=False, owner=user)
-    except FileTooLarge as exc:
+    except FileTooLarge as exc:  # LimitExceeded too: its message names the rag_max_* setting
         raise _FileFailed(413, "too_large", _named(str(exc), path.name, name)) from None
+    except IngestCancelled as exc:
+        log.info("%s", _named(str(exc), path.name, name))
+        raise _FileFailed(499, "client_closed_request", _named(str(exc), path.name, name)) from None
     except EmbeddingError as exc:  # e.g. the embedder's vector size could not be asked: nothing was stored
         raise _FileFailed(503, "embedder_unavailable", f"{name}: not stored: {exc}") from None
     except RagError as exc:
@@ -188,8 +201,20 @@ def _named(message: str, disk: str, name: str) -> str:
     return name + message[len(disk):] if message.startswith(disk + ":") else message
 
 
+async def _read_and_store(engine: RagEngine, target: Path, name: str, user: str, cancel: threading.Event) -> IngestResult:
+    """``_ingest`` in a worker thread. Cancelled (the client hung up), it sets ``cancel`` — the
+    reading stops at its next check — and waits for the thread to end before going on."""
+    work = asyncio.ensure_future(asyncio.to_thread(_ingest, engine, target, name, user, cancel))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        cancel.set()
+        await asyncio.gather(work, return_exceptions=True)
+        raise
+
+
 async def _upload_one(upload_file: UploadFile, engine: RagEngine, settings: Settings,
-                      user: str) -> tuple[UploadResult, _FileFailed | None]:
+                      user: str, cancel: threading.Event) -> tuple[UploadResult, _FileFailed | None]:
     """Store one file; a failure leaves nothing behind and is its result, not the request's."""
     name = _given_name(upload_file.filename)
     try:
@@ -197,7 +222,7 @@ async def _upload_one(upload_file: UploadFile, engine: RagEngine, settings: Sett
         target = folder / _disk_name(name)
         try:
             await _save(upload_file, target, name, engine.max_bytes)
-            result = await asyncio.to_thread(_ingest, engine, target, name, user)
+            result = await _read_and_store(engine, target, name, user, cancel)
         finally:  # the knowledge base keeps the text; the copy on disk was only for the loader
             await asyncio.to_thread(shutil.rmtree, folder, True)
     except _FileFailed as failed:
@@ -216,12 +241,18 @@ async def upload(files: Annotated[list[UploadFile], File(description="One or mor
     engine = _engine(agent)
     if len(files) > MAX_FILES:
         raise ApiError(413, "too_large", f"{len(files)} files in one upload: at most {MAX_FILES}")
-    results: list[UploadResult] = []
-    failures: list[_FileFailed] = []
-    for upload_file in files:
-        result, failed = await _upload_one(upload_file, engine, settings, user)
-        results.append(result)
-        failures += [failed] if failed is not None else []
+    cancel = threading.Event()
+
+    async def store_all() -> tuple[list[UploadResult], list[_FileFailed]]:
+        results: list[UploadResult] = []
+        failures: list[_FileFailed] = []
+        for upload_file in files:
+            result, failed = await _upload_one(upload_file, engine, settings, user, cancel)
+            results.append(result)
+            failures += [failed] if failed is not None else []
+        return results, failures
+
+    results, failures = await cancel_on_disconnect(request.receive, store_all(), on_disconnect=cancel.set)
     if len(failures) < len(results):
         return UploadResponse(files=results)
     statuses = {(f.status, f.code) for f in failures}

@@ -13,6 +13,7 @@ from saber.agent import Agent
 from saber.events import Event
 from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
+from saber.redact import redacted, redacted_value
 from saber.server.deps import AgentDep, RunsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
 from saber.server.offloop import store_call
@@ -56,15 +57,17 @@ async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) 
     saved = await _checkpoint(agent, task_id, user)
     if run is None and saved is None:
         raise not_found(f"task {shown(task_id)}")
-    nodes = [NodeOut(id=n.id, type=n.type, tool=n.tool, agent=n.agent, params=n.params, depends_on=n.depends_on,
+    served = await redacted_value([{"params": n.params, "result": to_jsonable(n.result), "error": n.error}
+                                   for n in (saved.nodes if saved else [])])  # checkpoints written before redaction
+    nodes = [NodeOut(id=n.id, type=n.type, tool=n.tool, agent=n.agent, params=s["params"], depends_on=n.depends_on,
                      race_group=n.race_group, status=n.status.value, attempts=n.attempts, duration_ms=n.duration_ms,
-                     result=to_jsonable(n.result), error=n.error) for n in (saved.nodes if saved else [])]
+                     result=s["result"], error=s["error"]) for n, s in zip(saved.nodes if saved else [], served, strict=True)]
     summary: dict[str, Any] = run.summary() if run is not None else {}
     done = run.log.last("done") if run is not None else None
     status = str(summary["status"]) if run is not None and (not run.finished or saved is None) else (
         saved.status if saved is not None else "unknown")
     return TaskDetail(task_id=task_id, status=status, user_id=user,
-                      query=run.query if run else str(saved.meta.get("query") if saved else ""),
+                      query=await redacted(run.query if run else str(saved.meta.get("query") if saved else "")),
                       live=run is not None, mode=done.data.get("mode") if done else ("react" if saved else None),
                       answer=done.data.get("answer") if done else None, nodes=nodes,
                       events=len(run.log.events) if run else 0)
