@@ -34,7 +34,7 @@ from saber.rag.scope import current_scope
 from saber.rag.store.base import KnowledgeStore
 
 if TYPE_CHECKING:
-
+    from saber.rag.exact import RareTerm
     from saber.rag.keyword import BM25Index
 
 log = logging.getLogger(__name__)
@@ -375,6 +375,14 @@ class RagEngine:
                     index.add(changes.ids, changes.tokens)
             self._bm25 = (changes.revision, index)
             return index
+
+    def rare_terms(self, query: str) -> list[RareTerm]:
+        """The ids, versions, error codes and rare words of ``query`` whose exact presence makes a
+        passage relevant (``saber.rag.exact``), rarity measured against this knowledge base."""
+        from saber.rag.exact import rare_terms
+
+        index = self._keyword_index()
+        return rare_terms(query, index.doc_freq, len(index))
 
     def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid",
                hidden: Collection[str] | None = None, query_vector: Vectors | None = None) -> list[Hit]:
