@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from saber.rag.documents import Hit
     from saber.rag.embedder import Embedder
     from saber.rag.engine import RagEngine
+    from saber.rag.exact import RareTerm
 
 log = logging.getLogger(__name__)
 
@@ -203,19 +204,22 @@ class RelevanceGate:
     def _exact_passage(self, query: str) -> tuple[str, str] | None:
         """(the rare term, the title) of the first passage keyword search finds holding a rare term
         of ``query`` exactly, among those the request may see."""
-        if not self.engine.rare_terms(query):
+        terms = self.engine.rare_terms(query)
+        if not terms:
             return None
         hits = self.engine.search(query, EXACT_CANDIDATES, mode="keyword", hidden=self.engine.hidden_now())
-        matched = self.exact_matches(query, hits)
+        matched = self.exact_matches(query, hits, terms)
         first = next((h for h in hits if h.chunk_id in matched), None)
         return None if first is None else (matched[first.chunk_id], first.title)
 
-    def exact_matches(self, query: str, hits: Sequence[Hit]) -> dict[int, str]:
-        """The hits (by chunk id) that hold a rare term of ``query`` exactly, each with that term."""
+    def exact_matches(self, query: str, hits: Sequence[Hit], terms: Sequence[RareTerm] | None = None) -> dict[int, str]:
+        """The hits (by chunk id) that hold a rare term of ``query`` (``terms``, when the caller has
+        them) exactly, each with that term."""
         from saber.rag.exact import exact_match
 
-        terms = self.engine.rare_terms(query) if hits else []
-        if not terms:
+        if terms is None:
+            terms = self.engine.rare_terms(query) if hits else []
+        if not terms or not hits:
             return {}
         found = {h.chunk_id: exact_match(terms, f"{h.title}\n{h.chunk}") for h in hits}
         return {cid: term.text for cid, term in found.items() if term is not None}

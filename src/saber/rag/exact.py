@@ -42,6 +42,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9_]+(?:[-.:/][A-Za-z0-9_]+)*")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 _VERSION = re.compile(r"\d+(?:\.\d+){2,}")
 LONG_NUMBER = 6
+SCAN_CHARS = 8192
+"""Rare terms are read from the start of a query (as the router reads it): a 100 KB paste costs no more."""
 """Digits alone are an id (an order or ticket number) from this many on; shorter ones are counts and years."""
 
 TermKind = Literal["identifier", "word"]
@@ -90,7 +92,7 @@ def _shaped(run: str) -> bool:
 def rare_terms(query: str, doc_freq: Callable[[str], int], chunks: int) -> list[RareTerm]:
     """The rare terms of ``query`` (see the module's docstring). ``doc_freq(token)``: how many of the
     knowledge base's ``chunks`` hold a search token (``BM25Index.doc_freq``)."""
-    text = _normalise(query)
+    text = _normalise(query[:SCAN_CHARS])
     terms: list[RareTerm] = []
     rest: list[str] = []
     last = 0

@@ -77,3 +77,9 @@ def test_a_word_in_most_passages_is_not_rare_in_this_knowledge_base() -> None:
 
 def test_identifiers_are_whole_runs() -> None:
     assert identifiers("单号为LIC-7731-B，topic orders-v2.") == {"lic-7731-b", "topic", "orders-v2"}
+
+
+def test_a_long_paste_is_read_for_rare_terms_only_from_its_start() -> None:
+    from saber.rag.exact import SCAN_CHARS
+
+    assert [t.text for t in terms_of("LIC-7731 " + "x" * SCAN_CHARS + " orders-v2")] == ["LIC-7731"]
