@@ -96,3 +96,36 @@ def test_the_chat_and_its_task_graph_fit_the_screen(live: Any, browser: Any, scr
     assert no_horizontal_overflow(page) and in_view(page, "composer") and in_view(page, "send")
     assert not page.evaluate("window.__errors || []")
     context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_the_knowledge_base_and_a_cited_answer_fit_the_screen(live: Any, browser: Any, script: ModelScript,
+                                                             artefacts: Path, tmp_path: Path, width: int,
+                                                             height: int) -> None:
+    doc = tmp_path / f"otters-{LONG_WORD[:60]}.md"
+    doc.write_text(f"# 海獭 facts {LONG_WORD[:80]}\n\nSea otters hold hands while they sleep. 海獭睡觉时手牵手。\n",
+                   encoding="utf-8")
+    script.answer = "Sea otters hold hands while sleeping [1]."
+    server = live(tools=TOOLS)
+    context = browser.new_context(viewport={"width": width, "height": height}, locale="zh-CN")
+    page = context.new_page()
+    page.goto(server.url + "/#/knowledge")
+    page.get_by_test_id("file-input").set_input_files([str(doc)])
+    page.wait_for_selector(f"[data-file='{doc.name}'][data-state=done]")
+    page.wait_for_selector("[data-testid=documents] a:has-text('海獭 facts')")
+    page.screenshot(path=str(artefacts / "1-knowledge.png"))
+    assert no_horizontal_overflow(page)
+    page.locator("[data-testid=documents] a:has-text('海獭 facts')").click()
+    page.wait_for_selector("[data-testid=doc-viewer]:has-text('手牵手')")
+    assert no_horizontal_overflow(page)
+
+    page.goto(server.url + "/#/chat")
+    page.get_by_test_id("mode").select_option("rag")
+    page.get_by_test_id("composer").fill("海獭为什么睡觉时手牵手？")
+    page.get_by_test_id("send").click()
+    page.wait_for_selector("[data-testid=citations] .citation")
+    page.locator("[data-testid=citations] summary").first.click(position={"x": 4, "y": 8})  # not on its link
+    page.screenshot(path=str(artefacts / "2-cited-answer.png"))
+    assert no_horizontal_overflow(page)
+    assert in_view(page, "composer") and in_view(page, "send")
+    context.close()
