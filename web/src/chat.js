@@ -15,6 +15,9 @@ const KEPT_EVENTS = new Set(["start", "route", "graph_ready", "node_added", "nod
 /** The pauses before each attempt to follow a task again after its stream ended early. */
 export const RECONNECT_DELAYS_MS = [500, 1000, 2000, 4000];
 
+/** Screens this narrow (phones) get the compact layout (style.css has the same width). */
+const NARROW = "(max-width: 700px)";
+
 function pause(ms, signal) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
@@ -302,12 +305,28 @@ class AnswerView {
     this.citations = h("div", { class: "citations", hidden: true, "data-testid": "citations" });
     this.errors = h("div", { class: "errors" });
     this.connection = h("div", { class: "connection", role: "status", hidden: true, "data-testid": "connection" });
-    this.graph.root.hidden = true;
-    this.root = h("div", { class: "message assistant" }, this.routeEl, this.graph.root, this.traceBox, this.errors, this.connection, this.answerEl, this.citations);
+    // The graph folds to one line (its progress) that opens it: open on a wide screen, folded on a
+    // phone, where it would push the answer out of sight; a step that waits for approval opens it.
+    this.graphSummary = h("summary", { "data-testid": "graph-toggle" });
+    this.graphFold = h("details", { class: "graph-fold", "data-testid": "graph-fold", hidden: true,
+      open: !window.matchMedia(NARROW).matches }, this.graphSummary, this.graph.root);
+    this.root = h("div", { class: "message assistant" }, this.routeEl, this.graphFold, this.traceBox, this.errors, this.connection, this.answerEl, this.citations);
+  }
+
+  /** The fold's line: "Task graph · 4 steps · 3 done · 1 skipped", the states as the nodes show them. */
+  summarise() {
+    const counts = new Map();
+    for (const node of this.graph.nodes.values()) counts.set(node.status, (counts.get(node.status) || 0) + 1);
+    const states = ["done", "running", "waiting", "failed", "skipped", "cancelled", "pending"].filter((s) => counts.has(s));
+    this.graphSummary.replaceChildren(h("strong", {}, t("plan")), ` · ${this.graph.nodes.size} ${t("steps")}`,
+      ...states.map((s) => h("span", { class: `fold-state status-${s}` }, ` · ${counts.get(s)} ${s}`)));
   }
 
   handle(type, data, live) {
-    if (this.graph.handle(type, data)) this.graph.root.hidden = this.graph.empty;
+    if (this.graph.handle(type, data)) {
+      this.graphFold.hidden = this.graph.empty;
+      this.summarise();
+    }
     if (type === "route") {
       this.routeEl.replaceChildren(h("span", { class: "badge mode" }, data.mode), " ", h("span", { class: "rule" }, data.rule || ""),
         data.tools && data.tools.length ? h("span", { class: "route-tools" }, ` · ${data.tools.join(", ")}`) : null);
@@ -327,7 +346,10 @@ class AnswerView {
     } else if (type === "rag_result") {
       this.showCitations(data.hits || []);
     }
-    if (live && type === "approval_required") this.graph.select(String(data.node_id));
+    if (live && type === "approval_required") {
+      this.graphFold.open = true;
+      this.graph.select(String(data.node_id));
+    }
   }
 
   showCitations(hits) {

@@ -6,6 +6,8 @@ import { t } from "./i18n.js";
 
 const NODE_W = 168;
 const NODE_H = 50;
+/** The smallest a graph is shrunk to fit a narrow panel (its text stays readable); wider ones scroll. */
+const MIN_SCALE = 0.6;
 
 export class TaskGraph {
   constructor(onApprove) {
@@ -146,9 +148,12 @@ export class TaskGraph {
     if (this.empty) return;
     const { g, groups } = this.layout();
     const box = g.graph();
+    // Drawn at its own size where it fits, shrunk to the panel's width where not (a phone), down
+    // to MIN_SCALE; past that the panel scrolls sideways (the page never does).
     const root = svg("svg", {
       viewBox: `0 0 ${Math.max(box.width, 10)} ${Math.max(box.height, 10)}`,
       width: box.width, height: box.height, role: "img", "aria-label": t("plan"),
+      style: `min-width: ${Math.round(box.width * MIN_SCALE)}px`,
     });
     root.append(svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));

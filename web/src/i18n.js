@@ -20,6 +20,7 @@ const STRINGS = {
     confirmDelete: "Delete this document?", size: "size",
     vectors: "vectors", keywordUntilDone: "keyword search until done",
     embeddingFailing: "embedding failing", retrying: "retrying",
+    steps: "steps",
   },
   zh: {
     chat: "对话", knowledge: "知识库", send: "发送", stop: "停止", newChat: "新对话",
@@ -40,6 +41,7 @@ const STRINGS = {
     confirmDelete: "删除这个文档？", size: "大小",
     vectors: "向量", keywordUntilDone: "完成前仅用关键词检索",
     embeddingFailing: "向量计算失败", retrying: "正在重试",
+    steps: "个步骤",
   },
 };
 

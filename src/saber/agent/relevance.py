@@ -10,6 +10,10 @@ the knowledge base changes; ``rag_min_relevance`` in the settings overrides it.
 
 With the default embedder (USE multilingual v3) the scores come from a judge: USE finds the
 passages, multilingual-e5-small scores the first few of them (see ``judge_for``).
+
+A passage that holds a rare term of the query exactly (an id such as ``LIC-7731``, a version, an
+error code, a rare name: ``saber.rag.exact``) is relevant whatever its score: vectors blur exactly
+such terms. The calibration does not use this rule; it only measures scores.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from saber.rag.documents import Hit
     from saber.rag.embedder import Embedder
     from saber.rag.engine import RagEngine
+    from saber.rag.exact import RareTerm
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,8 @@ PENDING_CANDIDATES = 3
 """While some chunks have no vector yet, how many keyword matches are embedded to score a query."""
 JUDGED_CANDIDATES = 3
 """With a judge, how many of hybrid search's best passages it scores (its best is not always the retriever's)."""
+EXACT_CANDIDATES = 5
+"""How many of keyword search's best passages are looked at for an exact rare term (routing)."""
 JUDGED_KEPT = 4096
 """The judge's chunk vectors kept per gate (1.5 KB each): a passage found again is not embedded again."""
 FIXED_THRESHOLDS = {"hashing:": 0.05}
@@ -186,18 +193,50 @@ class RelevanceGate:
     def evidence(self, query: str) -> KnowledgeEvidence:
         threshold, calibrated = self.threshold()
         best, title, _ = self._best(query)
-        return KnowledgeEvidence(best=best if best != float("-inf") else -1.0, threshold=threshold, title=title,
-                                 calibrated=calibrated)
+        best = best if best != float("-inf") else -1.0
+        if best < threshold:
+            exact = self._exact_passage(query)
+            if exact is not None:
+                return KnowledgeEvidence(best=best, threshold=threshold, title=exact[1], calibrated=calibrated,
+                                         exact=exact[0])
+        return KnowledgeEvidence(best=best, threshold=threshold, title=title, calibrated=calibrated)
+
+    def _exact_passage(self, query: str) -> tuple[str, str] | None:
+        """(the rare term, the title) of the first passage keyword search finds holding a rare term
+        of ``query`` exactly, among those the request may see."""
+        terms = self.engine.rare_terms(query)
+        if not terms:
+            return None
+        hits = self.engine.search(query, EXACT_CANDIDATES, mode="keyword", hidden=self.engine.hidden_now())
+        matched = self.exact_matches(query, hits, terms)
+        first = next((h for h in hits if h.chunk_id in matched), None)
+        return None if first is None else (matched[first.chunk_id], first.title)
+
+    def exact_matches(self, query: str, hits: Sequence[Hit], terms: Sequence[RareTerm] | None = None) -> dict[int, str]:
+        """The hits (by chunk id) that hold a rare term of ``query`` (``terms``, when the caller has
+        them) exactly, each with that term."""
+        from saber.rag.exact import exact_match
+
+        if terms is None:
+            terms = self.engine.rare_terms(query) if hits else []
+        if not terms or not hits:
+            return {}
+        found = {h.chunk_id: exact_match(terms, f"{h.title}\n{h.chunk}") for h in hits}
+        return {cid: term.text for cid, term in found.items() if term is not None}
 
     def relevant_hits(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
-        """The hits whose own relevance reaches the threshold (hits without a cosine are scored here)."""
+        """The hits whose own relevance reaches the threshold (hits without a cosine are scored
+        here), and those that hold a rare term of the query exactly."""
         if not hits:
             return []
+        exact = self.exact_matches(query, hits)
+        if len(exact) == len(hits):
+            return list(hits)
         threshold, _ = self.threshold()
         vector = np.asarray(self.scorer.embed_query(query), dtype=np.float32)
         base = self._baseline(vector)
-        scores = self._scores(vector, hits)
-        return [h for h in hits if scores[h.chunk_id] - base >= threshold]
+        scores = self._scores(vector, [h for h in hits if h.chunk_id not in exact])
+        return [h for h in hits if h.chunk_id in exact or scores[h.chunk_id] - base >= threshold]
 
 
 _GATES: weakref.WeakKeyDictionary[RagEngine, RelevanceGate] = weakref.WeakKeyDictionary()

@@ -34,17 +34,21 @@ class KnowledgeEvidence:
     title: str | None = None
     calibrated: bool = True
     """False when the threshold came from the settings rather than calibration."""
+    exact: str | None = None
+    """A rare term of the query (an id, a version, an error code, a rare name) that a passage holds
+    exactly: relevant whatever the score (``saber.rag.exact``); ``title`` is that passage's then."""
 
     @property
     def relevant(self) -> bool:
-        return self.best >= self.threshold
+        return self.best >= self.threshold or self.exact is not None
 
     def to_dict(self) -> dict[str, object]:
         return {"best": round(self.best, 4), "threshold": round(self.threshold, 4), "relevant": self.relevant,
-                "title": self.title, "calibrated": self.calibrated}
+                "title": self.title, "calibrated": self.calibrated, "exact": self.exact}
 
     def describe(self) -> str:
-        return f"best {self.best:.3f} {'≥' if self.relevant else '<'} threshold {self.threshold:.3f}"
+        score = f"best {self.best:.3f} {'≥' if self.best >= self.threshold else '<'} threshold {self.threshold:.3f}"
+        return f"exact match of {self.exact!r} ({score})" if self.exact is not None else score
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

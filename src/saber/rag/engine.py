@@ -35,7 +35,7 @@ from saber.rag.scope import current_scope
 from saber.rag.store.base import KnowledgeStore
 
 if TYPE_CHECKING:
-
+    from saber.rag.exact import RareTerm
     from saber.rag.keyword import BM25Index
 
 log = logging.getLogger(__name__)
@@ -385,6 +385,14 @@ class RagEngine:
             self._bm25 = (changes.revision, index)
             return index
 
+    def rare_terms(self, query: str) -> list[RareTerm]:
+        """The ids, versions, error codes and rare words of ``query`` whose exact presence makes a
+        passage relevant (``saber.rag.exact``), rarity measured against this knowledge base."""
+        from saber.rag.exact import rare_terms
+
+        index = self._keyword_index()
+        return rare_terms(query, index.doc_freq, len(index))
+
     def search(self, query: str, k: int = 5, *, mode: SearchMode = "hybrid",
                hidden: Collection[str] | None = None, query_vector: Vectors | None = None) -> list[Hit]:
         """The best ``k`` chunks for ``query``, each with its parent section and an honest score.
@@ -471,13 +479,19 @@ class RagEngine:
     def query(self, q: str, k: int = 5) -> tuple[str, list[Hit]]:
         """(answer, hits): the answer is the best passages with their sources, quoted, not generated."""
         hits, failed = self.search_or_keywords(q, k)
-        return format_passages(q, hits, vector_failure=failed), hits
+        return format_passages(q, hits, vector_failure=failed, pending=self.pending_for(hits)), hits
+
+    def pending_for(self, hits: Sequence[Hit]) -> int | None:
+        """The chunks still without a vector when ``hits`` were found by keyword alone (what
+        ``format_passages`` then says), else None: the store is asked only when it is said."""
+        return self.pending_count() if found_by_keyword_alone(hits) else None
 
     async def aquery(self, q: str, k: int = 5) -> tuple[str, list[Hit]]:
         """Like ``query``; with a generator model, the answer is written by it from the passages only."""
         hits, failed = await asyncio.to_thread(self.search_or_keywords, q, k)
         if self.generator is None or not hits:
-            return format_passages(q, hits, vector_failure=failed), hits
+            pending = await asyncio.to_thread(self.pending_for, hits)
+            return format_passages(q, hits, vector_failure=failed, pending=pending), hits
         passages = _unique_sections(hits)
         context = "\n\n".join(f"[{n}] {h.title}\n{h.context}" for n, h in enumerate(passages, start=1))
         completion = await self.generator.complete(
@@ -516,16 +530,27 @@ _KIND_LABEL = {
 }
 
 
-def format_passages(q: str, hits: Sequence[Hit], *, vector_failure: str | None = None) -> str:
+def found_by_keyword_alone(hits: Sequence[Hit]) -> bool:
+    """Whether a hybrid search's ``hits`` all came from keyword search (none has a vector score):
+    then ``format_passages`` says so, and how many chunks still wait for their vectors."""
+    return bool(hits) and hits[0].score_kind == "rrf" and not any("cosine" in h.details for h in hits)
+
+
+def format_passages(q: str, hits: Sequence[Hit], *, vector_failure: str | None = None,
+                    pending: int | None = None) -> str:
     """The extractive answer: each distinct parent section once, best first, with its source.
-    ``vector_failure``: why only keyword search ran (the embedder failed), said first."""
+    ``vector_failure``: why only keyword search ran (the embedder failed), said first.
+    ``pending``: the knowledge base's chunks still without a vector (``RagEngine.pending_count``),
+    said when vector search found none of the passages; None when the caller did not ask the store."""
     failed = f"Vector search failed ({vector_failure}): keyword search only.\n" if vector_failure else ""
     if not hits:
         return f"{failed}No passage in the knowledge base matches {q!r}."
     passages = _unique_sections(hits)
     how = _KIND_LABEL[hits[0].score_kind]
-    if hits[0].score_kind == "rrf" and not any("cosine" in h.details for h in hits):
-        how = "keyword search: vector search found none of them (their vectors may still be computed)"
+    if found_by_keyword_alone(hits):
+        how = "keyword search: vector search found none of them"
+        if pending:
+            how += f"; {pending} chunk(s) of the knowledge base are still waiting for their vectors"
     lines = [f"{failed}{len(passages)} passage(s) from the knowledge base for {q!r} (ranked by {how}):"]
     for n, h in enumerate(passages, start=1):
         where = f" — {h.source}" if h.source and h.source != h.title else ""

@@ -99,6 +99,11 @@ class BM25Index:
         """The chunk ids currently indexed."""
         return set(self._row_of)
 
+    def doc_freq(self, term: str) -> int:
+        """How many indexed chunks hold ``term`` (BM25's document frequency, what its idf is made of)."""
+        entry = self._postings.get(term)
+        return 0 if entry is None else sum(1 for row in entry[0] if self._alive[row])
+
     def add(self, ids: Sequence[int], docs: Iterable[Sequence[str]]) -> None:
         """Index new chunks (an id already indexed is replaced)."""
         docs = list(docs)

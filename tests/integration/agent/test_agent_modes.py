@@ -13,6 +13,7 @@ from saber.agent import Agent
 from saber.config import Settings
 from saber.events import Done, NodeDone, NodeStart, Plan, RagResult, Route, Token, ToolCallEvent
 from saber.llm.types import Completion, ToolCall, Usage
+from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
 from saber.testing import ScriptedModel
 from saber.testing import event_kinds as kinds
 from saber.tools import tool
@@ -127,6 +128,22 @@ async def test_rag_mode_without_a_model_quotes_passages(make_agent: Callable[...
     assert "Cache-Control max-age" in answer.answer and "[1] HTTP caching" in answer.answer
     assert "not written by a language model" in answer.answer
 
+
+
+async def test_rag_mode_says_how_many_chunks_wait_for_vectors_only_while_they_do(make_agent: Callable[..., Agent],
+                                                                                   tmp_path: Path) -> None:
+    engine = RagEngine(SQLiteStore(tmp_path / "kb.db"), HashingEmbedder(), background_vectors=False)
+    agent = make_agent(None, knowledge=engine)
+    engine.ingest_text("HTTP caching", "Cache-Control max-age tells a cache how long a response stays fresh.", wait=False)
+    engine.ingest_text("茶", "绿茶不发酵，红茶是全发酵茶。", wait=False)
+    waiting = engine.pending_count()
+    answer = await agent.ask("Cache-Control max-age", user_id="u1")
+    assert answer.mode == "rag" and "Cache-Control max-age tells" in answer.answer
+    assert f"{waiting} chunk(s) of the knowledge base are still waiting for their vectors" in answer.answer
+    await asyncio.to_thread(engine.fill_vectors)
+    answer = await agent.ask("Cache-Control max-age", user_id="u1")
+    assert answer.mode == "rag" and "Cache-Control max-age tells" in answer.answer
+    assert "waiting for their vectors" not in answer.answer and "may still be computed" not in answer.answer
 
 async def test_react_mode_runs_the_plan_in_parallel_and_generates(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     plan = json.dumps([

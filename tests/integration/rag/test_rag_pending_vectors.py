@@ -68,6 +68,28 @@ def test_keyword_search_finds_a_document_before_any_vector_then_vector_search_af
     engine.close()
 
 
+
+def test_an_answer_says_how_many_chunks_wait_while_the_embedder_is_slow_and_nothing_once_done(
+        store_factory: StoreFactory) -> None:
+    embedder = GatedEmbedder()
+    engine = RagEngine(store_factory(), embedder, batch_size=2)
+    engine.ingest_text("Tea", TEA, wait=False)
+    engine.ingest_text("Cranes", CRANES, wait=False)
+    assert embedder.started.wait(30)  # the background filler is stuck on its first batch
+    waiting = engine.pending_count()
+    assert waiting > 2
+    answer, _ = engine.query("红茶 发酵", 3)
+    assert f"{waiting} chunk(s) of the knowledge base are still waiting for their vectors" in answer
+    answer, _ = engine.query("harbour crane", 3)
+    assert f"{waiting} chunk(s) of the knowledge base are still waiting for their vectors" in answer
+    embedder.gate.set()
+    engine.fill_vectors()
+    assert engine._filler is not None and engine._filler.stop(30) and engine.pending_count() == 0
+    for query in ("红茶 发酵", "harbour crane"):
+        answer, hits = engine.query(query, 3)
+        assert hits and "waiting for their vectors" not in answer and "may still be computed" not in answer
+    engine.close()
+
 def test_a_killed_fillers_pending_chunks_are_filled_by_the_next_process(
         store_factory: StoreFactory, store_url: str | None, tmp_path: Path) -> None:
     target = store_url or str(tmp_path / "saber.db")

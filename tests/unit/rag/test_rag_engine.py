@@ -8,6 +8,7 @@ import pytest
 
 from saber.llm.types import Message
 from saber.rag import HashingEmbedder, Hit, RagEngine, SQLiteStore
+from saber.rag.chunking import ChunkingConfig
 from saber.rag.documents import EmbeddingError, EmptyDocument
 from saber.testing import ScriptedModel
 
@@ -168,8 +169,43 @@ def test_passages_found_by_keyword_alone_do_not_claim_a_fusion(tmp_path: Path, m
     monkeypatch.setattr(engine, "fill_in_background", lambda: None)
     engine.ingest_text("Falcon", "The Falcon project launches on 12 March.", wait=False)
     pending = format_passages("Falcon launch", engine.search("Falcon launch", 3))
-    assert "(ranked by keyword search: vector search found none of them" in pending
+    assert "(ranked by keyword search: vector search found none of them)" in pending  # the store was not asked
     engine.fill_vectors()
     filled = format_passages("Falcon launch", engine.search("Falcon launch", 3))
     assert "(ranked by reciprocal-rank fusion of keyword and vector search)" in filled
+    engine.close()
+
+
+@pytest.mark.parametrize(("title", "text", "query"), [
+    ("Falcon", "The Falcon project launches on 12 March.\n\nPriya Raman runs its server room.", "Falcon launch"),
+    ("猎鹰项目", "猎鹰项目三月十二日上线。\n\n机房由王敏负责。", "猎鹰项目上线"),
+])
+def test_the_answer_says_how_many_chunks_wait_for_vectors_only_while_some_do(
+        tmp_path: Path, title: str, text: str, query: str) -> None:
+    engine = RagEngine(SQLiteStore(tmp_path / "k.db"), HashingEmbedder(256),
+                       chunking=ChunkingConfig(child_size=30, child_overlap=0, parent_size=60, parent_overlap=0),
+                       background_vectors=False)  # vectors deferred: nothing fills them until asked
+    engine.ingest_text(title, text, wait=False)
+    engine.ingest_text("Coffee", "The coffee machine is cleaned every Monday. 咖啡机每周一清洗。", wait=False)
+    waiting = engine.pending_count()  # every chunk of the knowledge base, not only those found
+    assert waiting >= 3
+    answer, _ = engine.query(query, 3)
+    assert f"{waiting} chunk(s) of the knowledge base are still waiting for their vectors" in answer
+    engine.fill_vectors()
+    assert engine.pending_count() == 0
+    answer, hits = engine.query(query, 3)
+    assert hits and "waiting for their vectors" not in answer and "may still be computed" not in answer
+    engine.close()
+
+
+def test_keyword_passages_after_every_vector_was_made_say_no_wait(tmp_path: Path) -> None:
+    from saber.rag.engine import format_passages
+
+    engine = RagEngine(SQLiteStore(tmp_path / "k.db"), HashingEmbedder(256), background_vectors=False)
+    engine.ingest_text("Falcon", "The Falcon project launches on 12 March.", wait=False)
+    keyword_alone = engine.search("Falcon launch", 3)  # found before any vector existed
+    engine.fill_vectors()
+    answer = format_passages("Falcon launch", keyword_alone, pending=engine.pending_for(keyword_alone))
+    assert "(ranked by keyword search: vector search found none of them)" in answer
+    assert "waiting" not in answer and "may still be computed" not in answer
     engine.close()

@@ -7,6 +7,7 @@ when none does, the answer says so in the user's language instead of quoting unr
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from saber.agent.context import Turn
 from saber.agent.generate import stream_answer
@@ -19,19 +20,32 @@ from saber.rag.documents import EmbeddingError, Hit
 from saber.rag.engine import RagEngine, format_passages
 
 
-def _relevant_search(engine: RagEngine, query: str, settings: Settings) -> tuple[list[Hit], str, str | None]:
-    """(the relevant hits, the evidence in words, why vector search failed) — blocking, run in a
-    thread. With the embedder down, relevance cannot be measured: the keyword hits are used, and
-    the failure is said."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Found:
+    hits: list[Hit]
+    """The relevant hits (with the embedder down: the keyword hits)."""
+    evidence: str = ""
+    """Why none is relevant, in words (when none is)."""
+    failed: str | None = None
+    """Why vector search failed, when it did."""
+    pending: int | None = None
+    """Chunks still without a vector, when the hits were found by keyword alone."""
+
+
+def _relevant_search(engine: RagEngine, query: str, settings: Settings) -> _Found:
+    """The relevant passages — blocking, run in a thread. With the embedder down, relevance cannot
+    be measured: the keyword hits are used, and the failure is said."""
     hits, failed = engine.search_or_keywords(query, 5)
     if failed:
-        return hits, "", failed
+        return _Found(hits=hits, failed=failed, pending=engine.pending_for(hits))
     gate = settings_gate(engine, settings)
     try:
         relevant = gate.relevant_hits(query, hits)
-        return relevant, gate.evidence(query).describe() if not relevant else "", None
+        return _Found(hits=relevant, evidence=gate.evidence(query).describe() if not relevant else "",
+                      pending=engine.pending_for(relevant))
     except EmbeddingError as exc:  # the embedder failed between the search and the gate
-        return engine.search(query, 5, mode="keyword"), "", str(exc)
+        keyword = engine.search(query, 5, mode="keyword")
+        return _Found(hits=keyword, failed=str(exc), pending=engine.pending_for(keyword))
 
 
 async def run_rag(turn: Turn) -> str:
@@ -40,7 +54,8 @@ async def run_rag(turn: Turn) -> str:
         text = "知识库是空的：请先上传文档。" if turn.lang == "zh" else "The knowledge base is empty: upload documents first."
         await turn.emit(Token(content=text))
         return text
-    relevant, evidence, failed = await asyncio.to_thread(_relevant_search, engine, turn.query, turn.services.settings)
+    found = await asyncio.to_thread(_relevant_search, engine, turn.query, turn.services.settings)
+    relevant, evidence, failed = found.hits, found.evidence, found.failed
     if failed:
         await turn.emit(Error(message=f"vector search failed, keyword search only (relevance not checked): {failed}",
                               where="rag"))
@@ -60,5 +75,5 @@ async def run_rag(turn: Turn) -> str:
         prompt = "资料：\n" + "\n\n".join(blocks) + f"\n\n问题：{turn.query}"
     else:
         prompt = "Passages:\n" + "\n\n".join(blocks) + f"\n\nQuestion: {turn.query}"
-    extractive = format_passages(turn.query, relevant, vector_failure=failed)
+    extractive = format_passages(turn.query, relevant, vector_failure=failed, pending=found.pending)
     return await stream_answer(turn, turn.messages(RAG_ANSWER, prompt, with_history=False), fallback=extractive, where="rag")
