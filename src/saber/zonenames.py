@@ -269,6 +269,11 @@ def zone_names() -> ZoneNames:
     return _loaded
 
 
+def loaded_zone_names() -> ZoneNames | None:
+    """The index when this process has loaded it, else None (never loads)."""
+    return _loaded
+
+
 async def load_zone_names() -> ZoneNames:
     """``zone_names()`` without blocking the event loop on the first load."""
     return _loaded if _loaded is not None else await asyncio.to_thread(zone_names)
