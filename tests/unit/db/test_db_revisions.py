@@ -54,8 +54,8 @@ def test_the_always_migrate_switch_asks_alembic_on_every_open(tmp_path: Path) ->
     import os
 
     db = tmp_path / "saber.db"
-    script = ("import sys; from saber.db import open_database; open_database({path!r}); "
-              "print('alembic' in sys.modules)").format(path=str(db))
+    script = (f"import sys; from saber.db import open_database; open_database({str(db)!r}); "
+              "print('alembic' in sys.modules)")
     subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     env = {**os.environ, "SABER_DB_ALWAYS_MIGRATE": "1"}
     forced = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
