@@ -32,7 +32,7 @@ async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfi
         done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
         counts = {s: sum(1 for n in saved.nodes if n.status.value == s) for s in ("done", "failed", "skipped")}
         out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
-                    "query": _shown(saved.meta.get("query")), "title": _title(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done,
+                    "query": _shown(saved.meta.get("query")), "title": task_title(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done,
                     **counts, "state": task_state(saved), "plan_truncated": saved.meta.get("plan_truncated")})
     return out
 
@@ -50,7 +50,7 @@ LISTED_QUERY_CHARS = 300
 """A listing shows the start of a long query (the checkpoint keeps it whole, for a resume)."""
 
 
-def _title(query: Any) -> str | None:
+def task_title(query: Any) -> str | None:
     """The query as a reader sees it, on one line: "Research **Oslo**" is listed "Research Oslo"."""
     if not isinstance(query, str):
         return None
