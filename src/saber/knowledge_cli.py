@@ -85,23 +85,6 @@ def _files(paths: list[Path]) -> Iterator[tuple[Path, bool]]:
             yield p, True
 
 
-def _warm_in_background(engine: RagEngine, no_wait: bool) -> None:
-    """Load a local embedding model in a thread while the files are read, chunked and indexed by
-    keyword (jieba's dictionary, on the main thread): on two cores the model's load (zlib, numpy,
-    sentencepiece) overlaps that. Not for ``--no-wait``, which embeds nothing."""
-    warm = getattr(engine.embedder, "warm", None)
-    if no_wait or not callable(warm):
-        return
-
-    def run() -> None:
-        try:
-            warm()
-        except Exception:  # the fill reports a model that cannot load, with its reason
-            return
-
-    threading.Thread(target=run, name="saber-embedder-warm", daemon=True).start()
-
-
 def ingest_command(
     given: Annotated[list[str], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx)", show_default=False,
                                                metavar="PATH")],
@@ -120,7 +103,6 @@ def ingest_command(
         raise CLIError("no supported files found (.txt .md .html .pdf .docx)")
     engine = _engine()
     engine.background_vectors = False  # this command embeds after every file is searchable, and shows it
-    _warm_in_background(engine, no_wait)
     try:
         started = time.perf_counter()
         counts, chunks, size, failures, pending_files = _ingest_all(engine, files)

@@ -79,19 +79,12 @@ class LocalUSEEmbedder:
         self._lock = threading.Lock()
 
     def _use(self) -> Any:
-        with self._lock:  # the first caller loads it (1–2 s); concurrent ones wait for that one
+        with self._lock:  # the first caller loads it (2 s); concurrent ones wait for that one
             if self._model is None:
                 from saber.rag.use_tokenizer import use_model
 
-                model = use_model()
-                model.encode(["warm"])  # USE loads its tokenizer and weights at the first encode
-                self._model = model
+                self._model = use_model()
             return self._model
-
-    def warm(self) -> None:
-        """Load the model now (its tokenizer and weights: about a second of CPU), e.g. in a thread
-        while the text is chunked and indexed by keyword, rather than at the first vectors."""
-        self._use()
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
