@@ -252,11 +252,11 @@ def tasks(
         out().print("no unfinished tasks" if not all_tasks else "no tasks", markup=False)
         return
     short = shortest_unique(t["task_id"] for t in found)
-    table = Table("task", "status", "user", "steps", "query")
+    table = Table("task", "status", "user", "steps", "request")
     table.columns[0].no_wrap = True
     for t in found:
         table.add_row(plain(short[t["task_id"]]), plain(t["state"]), plain(t["user_id"]), plain(_steps(t)),
-                      plain(t["query"]))
+                      plain(t.get("title") or t["query"]))
     out().print(table)
 
 

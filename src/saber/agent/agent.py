@@ -73,6 +73,7 @@ from saber.rag.tools import knowledge_tools
 from saber.redact import redacted
 from saber.tools.base import Tool
 from saber.tools.builtin import builtin_tools
+from saber.tools.builtin.places import warm_offline
 from saber.tools.index import ToolIndex
 from saber.tools.modules import configured_tools
 from saber.tools.registry import ToolRegistry
@@ -248,6 +249,7 @@ class Agent:
             if self.services.tool_index is not None:
                 await self.services.tool_index.refresh(self.registry.snapshot(), turn.query, turn.tools,
                                                        above=self.settings.tools_select_above)
+            await warm_offline(turn.query)  # CLDR's place names, loaded off the loop when needed
             decision = await self._route(turn, options)
             turn.route = decision
             await turn.emit(Route(mode=decision.mode, rule=decision.rule, tools=decision.tools,

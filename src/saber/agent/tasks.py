@@ -8,6 +8,7 @@ from typing import Any
 
 from saber.graph.checkpoint import Checkpoint, CheckpointStore
 from saber.graph.checkpoint.base import owner_gone
+from saber.plaintext import plain_line
 
 TASK_KIND = "agent.react"
 """The ``kind`` in a react task's checkpoint metadata: what ``saber tasks`` lists and ``resume`` accepts."""
@@ -31,7 +32,7 @@ async def list_tasks(store: CheckpointStore | None, *, user_id: str | None, unfi
         done = sum(1 for n in saved.nodes if n.status.finished and n.status.value != "cancelled")
         counts = {s: sum(1 for n in saved.nodes if n.status.value == s) for s in ("done", "failed", "skipped")}
         out.append({"task_id": task_id, "status": saved.status, "user_id": saved.meta.get("user_id"),
-                    "query": _shown(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done,
+                    "query": _shown(saved.meta.get("query")), "title": task_title(saved.meta.get("query")), "nodes": len(saved.nodes), "finished": done,
                     **counts, "state": task_state(saved), "plan_truncated": saved.meta.get("plan_truncated")})
     return out
 
@@ -47,6 +48,17 @@ def task_state(saved: Checkpoint, now: float | None = None) -> str:
 
 LISTED_QUERY_CHARS = 300
 """A listing shows the start of a long query (the checkpoint keeps it whole, for a resume)."""
+
+
+def task_title(query: Any) -> str | None:
+    """The query as a reader sees it, on one line: "Research **Oslo**" is listed "Research Oslo"."""
+    if not isinstance(query, str):
+        return None
+    title = plain_line(query) or " ".join(query.split())
+    return title if len(title) <= TITLE_CHARS else title[:TITLE_CHARS] + "…"
+
+
+TITLE_CHARS = 120
 
 
 def _shown(query: Any) -> Any:

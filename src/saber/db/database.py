@@ -17,6 +17,7 @@ async stores hop there with ``asyncio.to_thread``, so no driver call runs on the
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -304,6 +305,12 @@ def newest_revision() -> str:
     return max(path.name.split("_", 1)[0] for path in _VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
+def _always_migrate() -> bool:
+    """``SABER_DB_ALWAYS_MIGRATE=1`` asks Alembic on every open, as before the cheap check (for
+    ``bench/ingest_cli.py``, which measures the difference, and for a schema in doubt)."""
+    return os.environ.get("SABER_DB_ALWAYS_MIGRATE", "").strip().lower() in ("1", "true", "yes")
+
+
 def _at_newest_revision(db: Database) -> bool:
     try:
         with db.transaction() as tx:
@@ -330,7 +337,7 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
                     if isinstance(exc, FileExistsError | NotADirectoryError) else (exc.strerror or str(exc))
                 raise DatabaseError(f"cannot create the database {target}: {where}: {reason}") from None
             try:
-                if not _at_newest_revision(db):  # the usual case needs no Alembic (a costly import)
+                if _always_migrate() or not _at_newest_revision(db):  # the usual case needs no Alembic (a costly import)
                     from saber.db.migrate import upgrade
 
                     upgrade(db)

@@ -29,6 +29,7 @@ from typing import Any
 
 from saber.graph.node import Node
 from saber.language import has_han
+from saber.plaintext import plain_line
 from saber.planner import keywords as kw
 from saber.planner.result import ParsedPlan
 from saber.planner.validate import validate_nodes
@@ -93,6 +94,7 @@ def _pipeline(query: str, agents: Mapping[str, str], tools: Mapping[str, Tool], 
                 asides.append(calls)
                 goal = re.sub(re.escape(clause) + r"[，,；;。！!？?\s]*", "", goal, count=1)
         goal = _CONNECTOR.sub("", goal.strip(" ，,；;。")) or query
+    goal = plain_line(goal) or goal  # the node's title and the research topic: "**Oslo**" is "Oslo"
     raw: list[dict[str, Any]] = []
 
     def stage(agent: str, depends_on: list[str]) -> str:

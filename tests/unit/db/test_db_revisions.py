@@ -47,3 +47,16 @@ def test_a_database_behind_the_newest_revision_is_still_upgraded(tmp_path: Path)
     db.dispose()
     with pytest.raises(DatabaseError, match="revision 0000"):  # the upgrade looks at it, not the fast path
         open_database(path)
+
+
+def test_the_always_migrate_switch_asks_alembic_on_every_open(tmp_path: Path) -> None:
+    """``SABER_DB_ALWAYS_MIGRATE=1`` is the old behaviour ``bench/ingest_cli.py`` measures against."""
+    import os
+
+    db = tmp_path / "saber.db"
+    script = (f"import sys; from saber.db import open_database; open_database({str(db)!r}); "
+              "print('alembic' in sys.modules)")
+    subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    env = {**os.environ, "SABER_DB_ALWAYS_MIGRATE": "1"}
+    forced = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+    assert forced.stdout.strip() == "True"

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from saber.agent.context import Turn
 from saber.agent.subagents.base import SubAgentBase, upstream_of
 from saber.graph.agents import SubAgentTask
+from saber.plaintext import plain_line
 from saber.tools.errors import ToolError
 
 _BOOK_TITLE = re.compile(r"《([^》]+)》")
@@ -15,13 +16,14 @@ _HEADING = re.compile(r"^#\s+(.+)$", re.MULTILINE)
 
 
 def report_title(query: str, report: str) -> str:
-    """A title from 《》 in the request, else the report's first heading, else the request itself."""
+    """A title from 《》 in the request, else the report's first heading, else the request itself;
+    in plain text ("# **Oslo** report" → "Oslo report")."""
     for source in (query, report):
         if m := _BOOK_TITLE.search(source):
-            return m.group(1).strip()
+            return plain_line(m.group(1)) or m.group(1).strip()
     if m := _HEADING.search(report):
-        return m.group(1).strip()
-    return query.strip()[:80]
+        return plain_line(m.group(1)) or m.group(1).strip()
+    return (plain_line(query) or query.strip())[:80]
 
 
 class DocAgent(SubAgentBase):

@@ -19,6 +19,7 @@ from saber.graph.node import Node, NodeStatus
 from saber.graph.runtime import GraphRuntime
 from saber.language import has_han
 from saber.llm.base import ModelError
+from saber.plaintext import plain_line
 from saber.rag.documents import Hit
 from saber.rag.engine import format_passages
 from saber.tools.errors import ToolError
@@ -42,8 +43,9 @@ _TRAIL = re.compile(r"(?:的)?(?:调研)?(?:报告|文档|方案|白皮书)$|\s+
 
 def topic_of(goal: str) -> str:
     """The subject of a request, without the instructions around it ("调研一下量子计算的最新进展并写成报告"
-    → "量子计算的最新进展", "Research the Rust language and write a report" → "the Rust language")."""
-    text = " ".join(goal.split()).strip(" 。.!！?？")
+    → "量子计算的最新进展", "Research the Rust language and write a report" → "the Rust language"),
+    read as Markdown: "Research **Oslo**" → "Oslo", links by their text, code by its content."""
+    text = plain_line(goal).strip(" 。.!！?？")
     for _ in range(3):  # "请帮我调研一下…": several leading instruction words
         stripped = _LEAD.sub("", text, count=1)
         if stripped == text:
@@ -53,7 +55,7 @@ def topic_of(goal: str) -> str:
     if tail is not None and tail.start() > 0:  # "总结方法论" is a topic, not an instruction
         text = text[: tail.start()].strip(" ，,。.")
     text = _TRAIL.sub("", text).strip(" ，,。.的")
-    return text or goal.strip()
+    return text or plain_line(goal) or goal.strip()
 
 
 def rule_queries(goal: str) -> list[str]:
@@ -96,7 +98,7 @@ class ResearchAgent(SubAgentBase):
                 text = await ask_model(turn, _QUERY_PROMPT, goal)
                 parsed = json_repair.loads(text)
                 if isinstance(parsed, list):
-                    queries = [str(q).strip() for q in parsed if str(q).strip()][:3]
+                    queries = [plain_line(str(q)) for q in parsed if plain_line(str(q))][:3]
                     if queries:
                         return queries
                 why = "the model's output is not a JSON list of queries"

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
 
 from saber.agent import Agent
+from saber.agent.tasks import task_title
 from saber.events import Event
 from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
@@ -40,14 +41,15 @@ async def list_tasks(agent: AgentDep, runs: RunsDep, user: UserDep) -> list[Task
     checkpointed = await store_call(agent.services.checkpoints, lambda: agent.tasks(user_id=user, unfinished=False))
     for t in checkpointed:
         out[t["task_id"]] = TaskSummary(task_id=t["task_id"], status=t["status"], user_id=t["user_id"],
-                                        query=t["query"], live=False)
+                                        query=t["query"], title=t.get("title"), live=False)
     mine = runs.runs_of(user)
     await runs.refresh(mine)
     for run in mine:
         s = run.summary()
         known = out.get(run.task_id)
         status = str(s["status"]) if known is None or not run.finished else known.status
-        out[run.task_id] = TaskSummary(task_id=run.task_id, status=status, user_id=user, query=run.query, live=True)
+        out[run.task_id] = TaskSummary(task_id=run.task_id, status=status, user_id=user, query=run.query,
+                                       title=task_title(run.query), live=True)
     return list(out.values())
 
 
@@ -66,8 +68,8 @@ async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) 
     done = run.log.last("done") if run is not None else None
     status = str(summary["status"]) if run is not None and (not run.finished or saved is None) else (
         saved.status if saved is not None else "unknown")
-    return TaskDetail(task_id=task_id, status=status, user_id=user,
-                      query=await redacted(run.query if run else str(saved.meta.get("query") if saved else "")),
+    query = await redacted(run.query if run else str(saved.meta.get("query") if saved else ""))
+    return TaskDetail(task_id=task_id, status=status, user_id=user, query=query, title=task_title(query),
                       live=run is not None, mode=done.data.get("mode") if done else ("react" if saved else None),
                       answer=done.data.get("answer") if done else None, nodes=nodes,
                       events=len(run.log.events) if run else 0)

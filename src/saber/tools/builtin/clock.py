@@ -16,9 +16,11 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from saber.cities import City
 from saber.tools.base import Tool, tool
 from saber.tools.builtin.places import (
+    AmbiguousPlaceError,
     Place,
     PlaceResolver,
     UnknownPlaceError,
+    ambiguous_zones,
     reject_offline,
     resolve_offline,
 )
@@ -50,6 +52,8 @@ def resolve_timezone(text: str, *, default: str = "Asia/Shanghai") -> ResolvedZo
         place = resolve_offline(raw)
         if place is None:
             reject_offline(raw)
+            if choices := ambiguous_zones(raw):
+                raise AmbiguousPlaceError(raw, choices)
             raise UnknownPlaceError(raw)
     except UnknownPlaceError as exc:
         raise ToolArgumentError(f"get_time: {exc}", tool="get_time") from None
@@ -109,6 +113,8 @@ def make_time_tool(*, default_timezone: str = "Asia/Shanghai", clock: Clock = sy
         try:
             place = await places.resolve(text)
             return describe_time(clock(), place)  # a geocoded place without a zone raises, never guesses
+        except AmbiguousPlaceError as exc:
+            raise AmbiguousPlaceError(exc.place, exc.zones, tool="get_time") from None
         except UnknownPlaceError as exc:
             raise UnknownPlaceError(exc.place, str(exc).split(": ", 1)[-1], tool="get_time") from None
 

@@ -15,6 +15,7 @@ import re
 
 from saber.cities import SCAN_LIMIT, city_mentions
 from saber.language import NOT_TIME_AFTER
+from saber.zonenames import loaded_zone_names
 
 _ZONE = re.compile(
     r"(?<![A-Za-z0-9/])(?:"
@@ -24,7 +25,9 @@ _ZONE = re.compile(
     r")",
     re.IGNORECASE,
 )
-_WORD = r"[A-Z][\w'’.\-]*(?<![.'’])"
+_LETTER = r"[^\W\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+"""A word character that is not CJK: "CST几点" is the name "CST" before a Chinese word."""
+_WORD = rf"[A-Z](?:{_LETTER}|['’.\-])*(?<![.'’])"
 _NAME = rf"{_WORD}(?:[ \-]{_WORD}){{0,3}}"
 _EN_PLACE = re.compile(
     rf"\b(?:in|for|at|of)\s+(?:the\s+)?(?P<first>{_NAME}(?:,\s*{_NAME})?)"
@@ -52,7 +55,7 @@ _US_STATES_AND_COUNTRIES = frozenset(s.casefold() for s in (
 
 _ZH_KEYS = re.compile(r"的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|更冷|更热|现在|今天|此刻|当地|时间|几点|星期|日期)")
 _ZH_RUN = re.compile(r"[\u4e00-\u9fff]{2,12}$")
-_ZH_AFTER_LATIN = re.compile(rf"(?<![\w'’.\-])(?P<name>{_NAME})\s*(?=的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|时间(?!{NOT_TIME_AFTER})|几点|现在几点|现在的时间))")
+_ZH_AFTER_LATIN = re.compile(rf"(?<!{_LETTER})(?<![.'’\-])(?P<name>{_NAME})\s*(?=的?(?:天气|气温|温度|会下|下雨|下雪|冷不冷|热不热|时间(?!{NOT_TIME_AFTER})|几点|现在几点|现在的时间))")
 """A capitalised Latin name right before a Chinese weather or time word ("Gotham 天气")."""
 _ZH_LEAD = re.compile(r"^(?:请问|请|帮我|麻烦|然后|接着|再查|再看|再|查一下|查查|查询|查(?=那|这)|告诉我|我想知道|想知道|看看|看一下|比较一下|比较|对比|现在|今天|明天|那么|还有|以及|和|与|跟)+")
 _ZH_SPLIT = re.compile(r"[和与跟及、，,]")
@@ -94,6 +97,20 @@ def _english(text: str, found: list[tuple[int, str]], seen: set[str]) -> None:
                     _add(found, seen, m.start("first") + max(0, text.find(name, m.start("first")) - m.start("first")), name)
 
 
+def _parts(run: str) -> list[str]:
+    """``run`` split at "和", "与", "、", commas…, except inside a name CLDR knows ("温得和克",
+    "圣多美和普林西比"), once its index is loaded (``places.warm_offline`` loads it for a turn)."""
+    names = loaded_zone_names()
+    out: list[str] = []
+    for segment in re.split(r"[、，,]", run):
+        bare = re.sub(r"(?:的|现在|今天|明天|此刻|当地)+$", "", _ZH_LEAD.sub("", segment))
+        if names is not None and bare and names.cities(bare):
+            out.append(bare)
+        else:
+            out.extend(_ZH_SPLIT.split(segment))
+    return out
+
+
 def _chinese(text: str, found: list[tuple[int, str]], seen: set[str]) -> None:
     for m in _ZH_AFTER_LATIN.finditer(text):
         name = m.group("name")
@@ -105,7 +122,7 @@ def _chinese(text: str, found: list[tuple[int, str]], seen: set[str]) -> None:
             continue
         run = _ZH_LEAD.sub("", before.group(0))
         offset = before.end() - len(run)
-        for part in _ZH_SPLIT.split(_ZH_KEYS.sub("，", run)):
+        for part in _parts(_ZH_KEYS.sub("，", run)):
             part = re.sub(r"(?:的|现在|今天|明天|此刻|当地|各是|分别是|分别|各|都是|都)+$", "", part)
             part = _ZH_LEAD.sub("", part)
             if 2 <= len(part) <= 8 and part not in _ZH_NOT_PLACES and not _ZH_KEYS.fullmatch(part):

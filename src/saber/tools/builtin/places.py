@@ -1,8 +1,13 @@
-"""Resolving a place a user or model named: a time zone form, the built-in table, then the geocoder.
+"""Resolving a place a user or model named: the built-in table, a time zone form, CLDR's names,
+then the geocoder.
 
-Order: "UTC"/"GMT", offsets ("GMT+8", "UTC+5:30", "东八区") and IANA names ("Europe/Berlin") are
-read offline; then the built-in city table (``cities``); then Open-Meteo's geocoder, which returns
-coordinates and the place's time zone. Answers (found or not) are cached per resolver. A name that
+Order: the built-in city table (``cities``, with coordinates); "UTC"/"GMT", offsets ("GMT+8",
+"UTC+5:30", "东八区") and IANA names ("Europe/Berlin"); then every zone's exemplar city in every
+locale Babel ships ("霍巴特", "Reykjavik", ``saber.zonenames``) and time zone abbreviations
+("JST", "CET"), all offline, also with "时间" / " time" after them; then Open-Meteo's geocoder,
+which returns coordinates and the place's time zone. A name or abbreviation that stands for
+several clocks ("Salvador", "CST", "IST") raises ``AmbiguousPlaceError`` naming them, and the
+geocoder is not asked to guess. Answers (found or not) are cached per resolver. A name that
 nothing resolves raises ``UnknownPlaceError`` naming it: there is never a silent default. When the
 geocoder cannot be reached the error says so (retryable), and still names the place.
 """
@@ -24,6 +29,7 @@ from saber.cities import City, find_city, lookup_city
 from saber.language import has_han
 from saber.tools.builtin._http import make_client, request_json
 from saber.tools.errors import ToolArgumentError, ToolError
+from saber.zonenames import load_zone_names, zone_names
 
 if TYPE_CHECKING:
     import httpx
@@ -42,6 +48,31 @@ class UnknownPlaceError(ToolArgumentError):
         self.place = place
 
 
+class AmbiguousPlaceError(UnknownPlaceError):
+    """A name or abbreviation that several clocks go by; the message names each (never retryable)."""
+
+    def __init__(self, place: str, zones: tuple[str, ...], *, tool: str | None = None) -> None:
+        choices = " or ".join(f"{_zone_label(z)} ({z}, {_offset_now(z)})" for z in zones)
+        prefix = f"{tool}: " if tool else ""
+        ToolArgumentError.__init__(self, f"{prefix}ambiguous place {place!r}: it may mean {choices}; say which",
+                                   tool=tool)
+        self.place = place
+        self.zones = zones
+
+
+def _zone_label(zone: str) -> str:
+    label = zone_names().label(zone)
+    return ", ".join(dict.fromkeys(p for p in (label.name, label.country) if p))
+
+
+def _offset_now(zone: str) -> str:
+    from datetime import datetime
+
+    offset = datetime.now(ZoneInfo(zone)).utcoffset() or timedelta(0)
+    minutes = int(offset.total_seconds()) // 60
+    return _offset_label("-" if minutes < 0 else "+", abs(minutes) // 60, abs(minutes) % 60)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Place:
     """A resolved place (a city with coordinates) or a bare time zone (no coordinates)."""
@@ -51,7 +82,7 @@ class Place:
     timezone: str | None
     """IANA name, or a fixed offset label ("UTC", "UTC+05:30"); None when the geocoder gave none."""
     kind: Literal["city", "zone"]
-    source: Literal["table", "geocoder", "zone"]
+    source: Literal["table", "geocoder", "zone", "cldr"]
     name_zh: str | None = None
     country: str | None = None
     region: str | None = None
@@ -149,16 +180,78 @@ def reject_offline(raw: str) -> None:
         raise UnknownPlaceError(raw, "not a valid UTC offset (allowed -14:00 to +14:00)")
 
 
+_TIME_WORD = re.compile(r"(?i)(?:\s*的?时间|\s+time)$")
+
+
+def _forms(raw: str) -> tuple[str, ...]:
+    """``raw``, and without a trailing "时间" / "的时间" / " time" ("Reykjavik time")."""
+    bare = _TIME_WORD.sub("", raw).strip()
+    return (raw, bare) if bare and bare != raw else (raw,)
+
+
+def _cldr_zones(raw: str) -> tuple[tuple[str, ...], str | None]:
+    """The zones CLDR's city names or the abbreviations give ``raw`` (or its bare form), and the
+    abbreviation when it is one."""
+    names = zone_names()
+    for form in _forms(raw):
+        if found := names.cities(form):
+            return found, None
+        if found := names.abbreviation(form):
+            return found, form.upper()
+    return (), None
+
+
+def cldr_place(zone: str, *, abbreviation: str | None = None) -> Place:
+    """A zone's exemplar city ("Hobart (霍巴特), Australia"), or for an abbreviation the zone."""
+    if abbreviation is not None:
+        return Place(name=f"{abbreviation} ({zone})", timezone=zone, kind="zone", source="cldr")
+    label = zone_names().label(zone)
+    return Place(name=label.name, name_zh=label.name_zh, country=label.country, timezone=zone, kind="city",
+                 source="cldr")
+
+
 def resolve_offline(text: str, *, zones: bool = True) -> Place | None:
-    """A city of the built-in table ("北京时间" too), else (with ``zones``) a time zone form; None
-    when the geocoder is needed. The table comes first: "Singapore" is the city, not the zone alias."""
+    """A city of the built-in table ("北京时间" too), else (with ``zones``) a time zone form, a
+    zone's exemplar city in any CLDR locale or an abbreviation; None when the geocoder is needed
+    or the name is ambiguous (``ambiguous_zones`` says). The table comes first: "Singapore" is
+    the city, not the zone alias; CLDR cities have no coordinates, so the weather asks the
+    geocoder for them. The first call that reaches CLDR loads its index (see ``zonenames``)."""
     raw = " ".join(text.split())
-    city = lookup_city(raw)
-    if city is None and raw.endswith("时间"):
-        city = lookup_city(raw[:-2])
-    if city is not None:
-        return city_place(city)
-    return parse_zone(raw) if zones else None
+    for form in _forms(raw):
+        city = lookup_city(form)
+        if city is not None:
+            return city_place(city)
+    if not zones:
+        return None
+    zone = parse_zone(raw)
+    if zone is not None or not raw:
+        return zone
+    found, abbreviation = _cldr_zones(raw)
+    return cldr_place(found[0], abbreviation=abbreviation) if len(found) == 1 else None
+
+
+def ambiguous_zones(text: str) -> tuple[str, ...]:
+    """The clocks a name or abbreviation may mean when it is more than one ("Salvador", "CST");
+    () otherwise."""
+    raw = " ".join(text.split())
+    found = _cldr_zones(raw)[0] if raw else ()
+    return found if len(found) > 1 else ()
+
+
+async def warm_offline(query: str) -> None:
+    """Load CLDR's names in a worker thread when ``query`` names a place that the table and the
+    zone forms do not know, so later offline look-ups on the event loop are cheap."""
+    from saber.tools.builtin.mentions import place_mentions
+
+    for name in place_mentions(query):
+        forms = _forms(" ".join(name.split()))
+        try:
+            known = any(lookup_city(f) for f in forms) or parse_zone(forms[0]) is not None
+        except UnknownPlaceError:
+            known = True
+        if not known:
+            await load_zone_names()
+            return
 
 
 # -- the geocoder ---------------------------------------------------------------------------------
@@ -198,9 +291,12 @@ class PlaceResolver:
         raw = " ".join(str(text).split())
         if not raw:
             raise UnknownPlaceError(raw, "no place given")
+        await load_zone_names()
         offline = resolve_offline(raw, zones=zones)
         if offline is not None:
             return offline
+        if zones and (choices := ambiguous_zones(raw)):
+            raise AmbiguousPlaceError(raw, choices)
         if not zones and (zone := parse_zone(raw)) is not None and (zone.timezone or "").startswith("UTC"):
             raise UnknownPlaceError(raw, "that is a time zone, not a place with weather")
         reject_offline(raw)

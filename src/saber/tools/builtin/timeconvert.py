@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from saber.tools.base import Tool, tool
 from saber.tools.builtin.clock import Clock, system_clock
-from saber.tools.builtin.places import Place, PlaceResolver, UnknownPlaceError
+from saber.tools.builtin.places import AmbiguousPlaceError, Place, PlaceResolver, UnknownPlaceError
 from saber.tools.builtin.wallclock import ClockTimeError, find_clock_time, find_date
 from saber.tools.errors import ToolArgumentError
 
@@ -114,6 +114,8 @@ def make_convert_time_tool(*, clock: Clock = system_clock, resolver: PlaceResolv
             target = await places.resolve(to_timezone)
             local, how = source_datetime(time, date, source, clock())
             return describe_conversion(local, source, target, how)
+        except AmbiguousPlaceError as exc:
+            raise AmbiguousPlaceError(exc.place, exc.zones, tool=_NAME) from None
         except UnknownPlaceError as exc:
             raise UnknownPlaceError(exc.place, str(exc).split(": ", 1)[-1], tool=_NAME) from None
 
