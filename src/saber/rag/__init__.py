@@ -1,6 +1,6 @@
 """The knowledge base: documents, chunks, embeddings, hybrid retrieval, and its tools.
 
-Names are imported on first use (PEP 562), so ``saber.knowledge_cli`` can be imported by ``saber --help``
+Names are imported on first use (PEP 562), so ``saber.cli.knowledge`` can be imported by ``saber --help``
 without loading numpy, jieba, the stores or the embedder.
 """
 

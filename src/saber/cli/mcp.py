@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from saber.clikit.output import CLIError, UsageError
+from saber.cli.output import CLIError, UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -196,8 +196,8 @@ def serve(
 
 def _http_keys(settings: Settings, host: str, insecure_no_auth: bool) -> KeyRing:
     """The API keys of ``saber serve``, and its rule: no keys, no address other than loopback."""
+    from saber.cli.serve import check_host
     from saber.server.auth import KeyRing
-    from saber.server.serve import check_host
 
     keys = KeyRing.from_settings(settings)
     check_host(host, keys, insecure_no_auth)
