@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from saber.jsonsafe import dumps, to_jsonable
-from saber.server.eventlog import EventLog, LoggedEvent
+from saber.runs.eventlog import EventLog, LoggedEvent
 
 
 class StreamTakenOver(Exception):
