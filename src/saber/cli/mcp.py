@@ -98,7 +98,7 @@ def add(
     """Add a server to saber.toml: `saber mcp add NAME -- COMMAND ARGS...` or `saber mcp add NAME --url URL`."""
     from pydantic import ValidationError
 
-    from saber.mcp.config import MCPServerConfig
+    from saber.config.mcp import MCPServerConfig
     from saber.mcp.toml_edit import add_server
 
     settings = _settings()

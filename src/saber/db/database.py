@@ -23,6 +23,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+from saber.config.database_url import POSTGRES_SCHEMES as _POSTGRES_SCHEMES
+from saber.config.database_url import mask_url as mask_url
+from saber.config.database_url import postgres_url_problem as postgres_url_problem
 from saber.db._sqlite import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
 from saber.db._sqlite import PoolTimeout as PoolTimeout  # what a checkout raises when the pool stays full
@@ -36,30 +39,10 @@ DEFAULT_POOL_SIZE = 5
 may be opened for bursts."""
 
 Dialect = Literal["sqlite", "postgresql"]
-_POSTGRES_SCHEMES = ("postgres", "postgresql", "postgresql+psycopg")
 
 
 class DatabaseError(Exception):
     """The database could not be opened, reached or migrated; the message says which (never a password)."""
-
-
-def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    from sqlalchemy import exc, make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except exc.ArgumentError:
-        return url.split("@")[-1]
-
-
-def postgres_url_problem(url: str) -> str | None:
-    """Why ``url`` is not a PostgreSQL URL (its password masked), or None when it is one."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme in _POSTGRES_SCHEMES:
-        return None
-    return (f"{mask_url(url)!r} is not a PostgreSQL URL (postgresql://user:password@host/database); "
-            "leave it unset for the SQLite database in SABER_HOME")
 
 
 def sqlite_path(target: str | Path) -> str | None:

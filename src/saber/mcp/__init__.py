@@ -8,7 +8,7 @@ __all__ = ["MCPServerConfig"]
 
 def __getattr__(name: str) -> Any:
     if name == "MCPServerConfig":
-        from saber.mcp.config import MCPServerConfig
+        from saber.config.mcp import MCPServerConfig
 
         return MCPServerConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

