@@ -35,7 +35,8 @@ __all__ = [
     "RagEngine", "RagError", "Reranker", "SQLiteStore", "UnsupportedFileType", "embedder_from_settings",
     "engine_from_settings", "knowledge_tools", "open_store",
 ]
-"""The public names. Chunking, BM25 and fusion helpers are internal: import them from their modules."""
+"""The public names. Chunking helpers are internal: import them from their modules (BM25 and fusion
+live in ``saber.lexical``)."""
 
 _HOMES = {
     "ChunkingConfig": "chunking",
