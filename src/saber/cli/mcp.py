@@ -164,7 +164,7 @@ def serve(
 
     Over --http, the API keys of `saber serve` apply: with keys, every request needs
     `Authorization: Bearer <key>`; without, only a loopback address is served."""
-    from saber.mcp.server import serve_http, serve_stdio
+    from saber.server.mcp_server import serve_http, serve_stdio
 
     address = _address(http) if http else None
     settings = _settings()
