@@ -29,6 +29,9 @@ from saber.config.database_url import postgres_url_problem as postgres_url_probl
 from saber.db._sqlite import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
 from saber.db._sqlite import PoolTimeout as PoolTimeout  # what a checkout raises when the pool stays full
+from saber.db.errors import DatabaseError as DatabaseError
+from saber.db.revision import VERSION_TABLE as VERSION_TABLE
+from saber.db.revision import newest_revision as newest_revision
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -39,10 +42,6 @@ DEFAULT_POOL_SIZE = 5
 may be opened for bursts."""
 
 Dialect = Literal["sqlite", "postgresql"]
-
-
-class DatabaseError(Exception):
-    """The database could not be opened, reached or migrated; the message says which (never a password)."""
 
 
 def sqlite_path(target: str | Path) -> str | None:
@@ -275,16 +274,6 @@ def _register_vector(dbapi_connection: Any, _record: Any) -> None:
 
 _open: dict[str, Database] = {}
 _registry_lock = threading.Lock()
-
-VERSION_TABLE = "saber_schema_version"
-"""Alembic's version table in Saber's databases."""
-_VERSIONS = Path(__file__).with_name("migrations") / "versions"
-
-
-def newest_revision() -> str:
-    """The newest migration this version of Saber has, read from the migration files' names
-    (``NNNN_what.py``, whose revision is ``NNNN``: a test holds them to it) without loading Alembic."""
-    return max(path.name.split("_", 1)[0] for path in _VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
 def _at_newest_revision(db: Database) -> bool:

@@ -11,10 +11,11 @@ from saber.agent.generate import stream_answer, with_failed_steps
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.modes.replan import model_replanner
-from saber.agent.observations import observations, rule_answer
+from saber.agent.observations import observations
 from saber.agent.plan_report import TRUNCATED_META, PlanReport, plan_event, plan_report, stop_reason
 from saber.agent.prompts import GENERATE
 from saber.agent.redaction import redacted
+from saber.agent.render import rule_answer
 from saber.agent.tasks import TASK_KIND
 from saber.events import Error, Plan, Token
 from saber.graph.persist import answered
