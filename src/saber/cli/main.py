@@ -171,7 +171,7 @@ async def _warn_mcp(agent: Any) -> None:
 
 
 async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool, *, model: str | None = None) -> None:
-    """Print a request's events; a failed request (``clikit.outcome``) makes the exit code 1, bad
+    """Print a request's events; a failed request (``cli.outcome``) makes the exit code 1, bad
     input 2, Ctrl-C 130. ``model`` is the configured model, if any."""
     from saber.cli.outcome import Outcome
 
