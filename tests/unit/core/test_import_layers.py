@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -48,3 +49,11 @@ def test_no_top_level_part_is_in_an_import_cycle(graph: grimp.ImportGraph) -> No
               if a < b and graph.chain_exists(importer=a, imported=b, as_packages=True)
               and graph.chain_exists(importer=b, imported=a, as_packages=True)]
     assert cycles == []
+
+
+def test_every_top_level_part_has_a_layer(graph: grimp.ImportGraph) -> None:
+    """A new part is placed in the layers contract, or no contract would check its imports."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    placed = {name.strip() for row in layers for name in row.replace(":", "|").split("|")}
+    assert graph.find_children("saber") - {"saber.__main__"} == placed
