@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from saber.lexical.bm25 import BM25Index, tokenize
 from saber.rag import RagEngine, open_store
 from saber.rag.documents import ChunkRecord, NewDocument
-from saber.rag.keyword import BM25Index, tokenize
 
 DIM = 384
 PER_DOC = 100

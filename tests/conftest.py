@@ -79,7 +79,7 @@ def otel_spans() -> Iterator[Any]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from saber.cluster import tracing
+    from saber.observability import tracing
 
     if _SPAN_EXPORTER is None:
         _SPAN_EXPORTER = InMemorySpanExporter()

@@ -54,7 +54,6 @@ from saber.agent.validation import (
     limit_answer,
 )
 from saber.approvals import ApprovalBroker
-from saber.cluster.tracing import TracedModel
 from saber.config import Settings
 from saber.events import Done, Error, Event, EventBus, Memory, Route, Start, Token
 from saber.graph.approval import approving_with
@@ -64,6 +63,7 @@ from saber.llm.factory import model_from_settings
 from saber.llm.guarded import GuardedModel
 from saber.llm.limits import limits_from_settings
 from saber.llm.nomodel import is_no_model
+from saber.llm.traced import TracedModel
 from saber.llm.types import Message
 from saber.mcp.manager import MCPManager
 from saber.rag.documents import EmbeddingError

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from saber.agent.prompts import Lang
@@ -39,12 +38,3 @@ def observations(run: RunResult, lang: Lang) -> str:
         else:
             blocks.append(f"{head}\n{failed}: {node.error or node.status.value}")
     return "\n\n".join(blocks)
-
-
-def rule_answer(run: RunResult, lang: Lang, *, query: str = "", preferences: Mapping[str, Any] | None = None,
-                default_timezone: str | None = None) -> str:
-    """The no-model answer: each fact once in the query's language, failures summarised once per
-    cause, the preferred city or default zone said when used, sources listed (see ``render``)."""
-    from saber.agent.render import render_nodes
-
-    return render_nodes(run.nodes.values(), lang, query=query, preferences=preferences, default_timezone=default_timezone)

@@ -15,6 +15,7 @@ from typing import Any
 
 from saber.agent.prompts import Lang
 from saber.graph.node import Node, NodeStatus
+from saber.graph.result import RunResult
 from saber.llm.nomodel import NO_MODEL_NOTE, NO_MODEL_NOTE_ZH
 from saber.tools.builtin.clock import TIME_LINE
 from saber.tools.builtin.timeconvert import CONVERSION_LINE
@@ -297,3 +298,10 @@ def nothing_relevant(query: str, lang: Lang, evidence: str = "") -> str:
     if lang == "zh":
         return f"知识库中没有找到相关内容，无法根据已有文档回答“{query[:80]}”{why}。"
     return f"The knowledge base has nothing relevant to {query[:80]!r}{why}."
+
+
+def rule_answer(run: RunResult, lang: Lang, *, query: str = "", preferences: Mapping[str, Any] | None = None,
+                default_timezone: str | None = None) -> str:
+    """The no-model answer: each fact once in the query's language, failures summarised once per
+    cause, the preferred city or default zone said when used, sources listed (see ``render``)."""
+    return render_nodes(run.nodes.values(), lang, query=query, preferences=preferences, default_timezone=default_timezone)

@@ -1,7 +1,7 @@
 """Routing: pick chat, tool, rag or react for a query without calling a model.
 
 Routing sits on every request, so it must be fast, cheap and predictable: keyword rules in
-Chinese and English, kept in one table (``NEEDS`` below, over ``saber.planner.keywords``) so
+Chinese and English, kept in one table (``NEEDS`` below, over ``saber.lexical.keywords``) so
 they are easy to read and extend. Each decision
 names the rule that fired; the ``route`` event carries it to the user.
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from saber.planner import keywords as kw
+from saber.lexical import keywords as kw
 
 Mode = Literal["chat", "tool", "rag", "react"]
 MODES: tuple[Mode, ...] = ("chat", "tool", "rag", "react")
@@ -67,7 +67,7 @@ NEEDS: tuple[Need, ...] = (
     Need(name="summary", tool=None, pattern=kw.SUMMARY),
 )
 """A query with two or more needs is a multi-step task (react); exactly one tool need is tool mode.
-The keywords themselves are in ``saber.planner.keywords``, shared with the rule planner."""
+The keywords themselves are in ``saber.lexical.keywords``, shared with the rule planner."""
 
 CONVERT = Need(name="convert", tool="convert_time", pattern=kw.TIME)
 """A given time of day converted between places ("把北京时间下午3点换算成伦敦时间"): it takes the place

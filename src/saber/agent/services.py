@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from saber.config import Settings
+from saber.config.graph import GraphConfig
 from saber.events import EventBus
 from saber.graph.agents import SubAgent
-from saber.graph.config import GraphConfig
 from saber.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

@@ -22,15 +22,15 @@ from redis.asyncio import Redis
 from saber.agent import Agent
 from saber.agent.tasks import resumable_task
 from saber.agent.validation import check_query, check_selected_tools, check_task_id, check_user_id
-from saber.cluster import metrics, tracing
 from saber.cluster.eventstream import RedisEventLog, StreamTakenOver, StreamWriter
 from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
 from saber.cluster.signals import cancel_key, request_cancel, wake_channel
 from saber.config import Settings
 from saber.events import Done, Start
+from saber.observability import metrics, tracing
 from saber.redact import redact
-from saber.server.errors import ApiError
-from saber.server.runs import EventSource, RunManager, TaskRun
+from saber.runs.errors import ApiError
+from saber.runs.manager import EventSource, RunManager, TaskRun
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from redis.exceptions import ResponseError
 
 from saber.jsonsafe import dumps, to_jsonable
 from saber.redact import redacted_value
-from saber.server.eventlog import EventLog, LoggedEvent
+from saber.runs.eventlog import EventLog, LoggedEvent
 
 
 class StreamTakenOver(Exception):

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from saber.agent import Agent
-from saber.cluster import tracing
 from saber.cluster.api import ClusterRunManager
 from saber.cluster.queue import RunQueue
 from saber.cluster.signals import check_redis, open_redis
 from saber.cluster.worker import Worker
 from saber.config import Settings
 from saber.db.database import Database, open_database
+from saber.observability import tracing
 
 log = logging.getLogger(__name__)
 

@@ -54,7 +54,7 @@ async def start_cluster(agent: Agent, settings: Settings, *, with_worker: int = 
 
 
 def metrics_response() -> tuple[bytes, str]:
-    from saber.cluster.metrics import exposition
+    from saber.observability.metrics import exposition
 
     return exposition()
 
@@ -64,7 +64,7 @@ async def refresh_queue_gauge(runs: object) -> None:
     queue = getattr(runs, "queue", None)
     if queue is None:
         return
-    from saber.cluster.metrics import QUEUE_DEPTH
+    from saber.observability.metrics import QUEUE_DEPTH
 
     with contextlib.suppress(Exception):
         QUEUE_DEPTH.set(await asyncio.to_thread(queue.depth))

@@ -23,13 +23,13 @@ from redis.asyncio import Redis
 
 from saber.agent import Agent
 from saber.agent.tasks import RESUMABLE, TASK_KIND
-from saber.cluster import metrics, tracing
 from saber.cluster.eventstream import StreamTakenOver, StreamWriter
 from saber.cluster.queue import Claim, RunQueue
 from saber.cluster.signals import cancel_channel, cancel_key, wake_channel
 from saber.config import Settings
 from saber.events import Done, Event
 from saber.llm.types import Message
+from saber.observability import metrics, tracing
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
+from saber.config.database_url import POSTGRES_SCHEMES as _POSTGRES_SCHEMES
+from saber.config.database_url import mask_url as mask_url
+from saber.config.database_url import postgres_url_problem as postgres_url_problem
 from saber.db._sqlite import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
 from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
 from saber.db._sqlite import PoolTimeout as PoolTimeout  # what a checkout raises when the pool stays full
+from saber.db.errors import DatabaseError as DatabaseError
+from saber.db.revision import VERSION_TABLE as VERSION_TABLE
+from saber.db.revision import newest_revision as newest_revision
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -37,30 +43,6 @@ DEFAULT_POOL_SIZE = 5
 may be opened for bursts."""
 
 Dialect = Literal["sqlite", "postgresql"]
-_POSTGRES_SCHEMES = ("postgres", "postgresql", "postgresql+psycopg")
-
-
-class DatabaseError(Exception):
-    """The database could not be opened, reached or migrated; the message says which (never a password)."""
-
-
-def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    from sqlalchemy import exc, make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except exc.ArgumentError:
-        return url.split("@")[-1]
-
-
-def postgres_url_problem(url: str) -> str | None:
-    """Why ``url`` is not a PostgreSQL URL (its password masked), or None when it is one."""
-    scheme = url.split("://", 1)[0] if "://" in url else ""
-    if scheme in _POSTGRES_SCHEMES:
-        return None
-    return (f"{mask_url(url)!r} is not a PostgreSQL URL (postgresql://user:password@host/database); "
-            "leave it unset for the SQLite database in SABER_HOME")
 
 
 def sqlite_path(target: str | Path) -> str | None:
@@ -293,16 +275,6 @@ def _register_vector(dbapi_connection: Any, _record: Any) -> None:
 
 _open: dict[str, Database] = {}
 _registry_lock = threading.Lock()
-
-VERSION_TABLE = "saber_schema_version"
-"""Alembic's version table in Saber's databases."""
-_VERSIONS = Path(__file__).with_name("migrations") / "versions"
-
-
-def newest_revision() -> str:
-    """The newest migration this version of Saber has, read from the migration files' names
-    (``NNNN_what.py``, whose revision is ``NNNN``: a test holds them to it) without loading Alembic."""
-    return max(path.name.split("_", 1)[0] for path in _VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
 def _always_migrate() -> bool:

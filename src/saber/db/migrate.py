@@ -17,7 +17,7 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config
@@ -28,7 +28,11 @@ from sqlalchemy import create_engine, exc
 from sqlalchemy.engine import Connection
 from sqlalchemy.pool import StaticPool
 
-from saber.db.database import VERSION_TABLE, Database, DatabaseError
+from saber.db.errors import DatabaseError
+from saber.db.revision import VERSION_TABLE
+
+if TYPE_CHECKING:
+    from saber.db.database import Database
 
 _LOCK_KEY = 7_261_001
 """The advisory lock upgraders on one PostgreSQL database take (any number unique to Saber)."""

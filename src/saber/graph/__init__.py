@@ -1,17 +1,18 @@
 """Task graphs: nodes, validation and the parallel runtime.
 
-Names are imported on first use (as in ``saber``), so ``saber.graph.config`` — which ``Settings``
-takes its graph defaults from — loads without the runtime and its HTTP client.
+Names are imported on first use (as in ``saber``). ``GraphConfig`` lives with the settings
+(``saber.config.graph``, the graph section ``Settings`` takes its defaults from), so reading
+settings never loads the runtime; it is exported here as part of the graph's API.
 """
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from saber.config.graph import GraphConfig
     from saber.graph.agents import Replanner, ReplanRequest, SubAgent, SubAgentTask
     from saber.graph.checkpoint import Checkpoint, CheckpointStore, SQLiteCheckpointStore, TaskClaimedError
     from saber.graph.checkpoint.postgres import PostgresCheckpointStore
-    from saber.graph.config import GraphConfig
     from saber.graph.node import Node, NodeStatus, NodeType
     from saber.graph.result import RunResult
     from saber.graph.runtime import GraphRuntime
@@ -29,7 +30,7 @@ _HOMES = {
     "Checkpoint": "saber.graph.checkpoint", "CheckpointStore": "saber.graph.checkpoint",
     "SQLiteCheckpointStore": "saber.graph.checkpoint", "TaskClaimedError": "saber.graph.checkpoint",
     "PostgresCheckpointStore": "saber.graph.checkpoint.postgres",  # needs the ``postgres`` extra
-    "GraphConfig": "saber.graph.config",
+    "GraphConfig": "saber.config.graph",
     "Node": "saber.graph.node", "NodeStatus": "saber.graph.node", "NodeType": "saber.graph.node",
     "RunResult": "saber.graph.result",
     "GraphRuntime": "saber.graph.runtime",

@@ -10,11 +10,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from saber.config.graph import GraphConfig
 from saber.events import Event, NodeStart, Step
 from saber.graph.agents import SubAgent, SubAgentTask
 from saber.graph.approval import current_gate, denial_message
 from saber.graph.attempts import Attempt, ToolEvents
-from saber.graph.config import GraphConfig
 from saber.graph.idempotency import bind, node_key, unbind
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from saber.graph.config import GraphConfig
+from saber.config.graph import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.retry import seconds_text

@@ -9,9 +9,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from saber.config.graph import GraphConfig
 from saber.events import Error, Event, Replan
 from saber.graph.agents import Replanner, ReplanRequest
-from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.state import GraphState
 from saber.graph.taskgraph import GraphError, TaskGraph

@@ -10,7 +10,7 @@ import urllib.error
 from dataclasses import dataclass
 from typing import Any
 
-from saber.graph.config import GraphConfig
+from saber.config.graph import GraphConfig
 from saber.graph.placeholders import PlaceholderError
 from saber.tools.base import Tool
 from saber.tools.errors import ToolError

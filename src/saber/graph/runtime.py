@@ -20,11 +20,11 @@ from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from saber.config.graph import GraphConfig
 from saber.events import Error, Event, EventHandler, GraphReady, emitting_to
 from saber.graph.agents import Replanner, SubAgent
 from saber.graph.attempts import ToolEvents
 from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, TaskStatus, new_owner
-from saber.graph.config import GraphConfig
 from saber.graph.execute import NodeExecutor, Substitute
 from saber.graph.lease import LeaseKeeper
 from saber.graph.node import Node, NodeStatus

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from saber.config.graph import GraphConfig
 from saber.events import Event, NodeDone, RaceWon, Step
-from saber.graph.config import GraphConfig
 from saber.graph.node import Node, NodeStatus
 from saber.graph.outcome import NodeOutcome, RaceOutcome
 from saber.graph.taskgraph import GraphError, TaskGraph, find_cycle

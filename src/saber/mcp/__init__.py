@@ -1,5 +1,6 @@
-"""MCP: Saber as a host of Model Context Protocol servers (their tools join the registry) and as a
-server (``saber mcp serve``). The SDK is imported only by the modules that talk the protocol."""
+"""MCP client: Saber as a host of Model Context Protocol servers, whose tools join the registry (a
+tool source, below the agent). Saber as an MCP server (``saber mcp serve``) is
+``saber.server.mcp_server``. The SDK is imported only by the modules that talk the protocol."""
 
 from typing import Any
 
@@ -8,7 +9,7 @@ __all__ = ["MCPServerConfig"]
 
 def __getattr__(name: str) -> Any:
     if name == "MCPServerConfig":
-        from saber.mcp.config import MCPServerConfig
+        from saber.config.mcp import MCPServerConfig
 
         return MCPServerConfig
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from saber.mcp.config import MCPServerConfig
+from saber.config.mcp import MCPServerConfig
 from saber.tools.errors import ToolError
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from saber.mcp.config import MCPServerConfig
+from saber.config.mcp import MCPServerConfig
 from saber.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

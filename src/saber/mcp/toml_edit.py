@@ -10,7 +10,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from saber.config import ConfigError
-from saber.mcp.config import MCPServerConfig
+from saber.config.mcp import MCPServerConfig
 
 
 def _load(path: Path) -> tomlkit.TOMLDocument:

@@ -11,7 +11,7 @@
 - ``replan(query, nodes, tools, model, budget=ReplanBudget(max_replans=2), reason=...)``.
 - ``build_planner_prompt`` and ``plan_response_format`` for asking a model.
 
-The names load their modules on first use: the router needs only ``saber.planner.keywords``, and a
+The names load their modules on first use: the router needs only ``saber.lexical.keywords``, and a
 query answered by one tool must not pay for the parsers (json-repair, the pythonic reader).
 """
 

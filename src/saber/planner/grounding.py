@@ -2,8 +2,8 @@
 
 A small model asked to plan "time in Tokyo and weather in Paris" answered with the planner
 prompt's own worked example, ``get_weather(city="Shanghai")``. Two checks run on a model's plan
-(``validate_nodes`` calls ``ground_nodes`` while a ``grounding(...)`` context is active — the agent
-opens one per request):
+(``parse_plan`` grounds each validated plan, ``ground_validated``, while a ``grounding(...)``
+context is active — the agent opens one per request):
 
 - **copied examples**: a parameter value that is one of the prompt example's values and appears
   nowhere in the query, the conversation, the user's preferences or an upstream result was copied
@@ -32,6 +32,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from saber.graph.node import Node
+from saber.planner.validate import Validated
 from saber.tools.base import Tool
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class GroundingContext:
 
     @cached_property
     def rule_nodes(self) -> list[Node]:
-        from saber.planner.rules import rule_plan  # rules validates through validate.py, which calls us
+        from saber.planner.rules import rule_plan
 
         with _suspended():
             return list(rule_plan(self.query, self.tools, agents=self.agents, preferences=self.preferences).nodes)
@@ -150,6 +151,18 @@ def ground_nodes(nodes: list[Node], *, existing: Mapping[str, Node] | None = Non
     if new_plan:
         out = _cover(out, context, existing or {}, warnings)
     return out, warnings, dropped
+
+
+def ground_validated(checked: Validated, *, existing: Mapping[str, Node] | None = None,
+                     new_plan: bool = True) -> Validated:
+    """A model's validated plan, grounded (``ground_nodes``): its warnings and dropped nodes added.
+
+    ``new_plan=False`` when what needs the whole plan is not decided: the start of a plan still
+    being written (the model may write a place next), a plan known to be cut (a token limit,
+    ``max_nodes``: the caller reports the cut), a replan, a capped one. Then complete nodes are
+    repaired or dropped, and no node is added."""
+    nodes, warnings, dropped = ground_nodes(checked.nodes, existing=existing, new_plan=new_plan)
+    return Validated(nodes=nodes, warnings=[*checked.warnings, *warnings], dropped={**checked.dropped, **dropped})
 
 
 def ground_call(node: Node, context: GroundingContext) -> tuple[Node | None, list[str]]:

@@ -19,6 +19,7 @@ from saber.graph.node import Node
 from saber.llm.text_tool_calls import extract_text_tool_calls
 from saber.planner.clean import strip_reasoning, strip_template_tokens
 from saber.planner.extract import find_plans
+from saber.planner.grounding import ground_validated
 from saber.planner.llmcompiler import parse_llmcompiler
 from saber.planner.pythonic import PythonicPlan, parse_pythonic
 from saber.planner.result import ParsedPlan, PlanParseError
@@ -102,8 +103,9 @@ def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | 
             if key in tried:
                 continue
             tried.add(key)
-        checked = validate_nodes(candidate.raw, tools, agents=agents, existing=existing, limit=limit, partial=partial,
-                                 whole=not candidate.cut)
+        checked = validate_nodes(candidate.raw, tools, agents=agents, existing=existing, limit=limit, partial=partial)
+        checked = ground_validated(checked, existing=existing,  # copied example values, ignored entities
+                                   new_plan=not candidate.cut and not (existing or partial) and limit is None)
         if checked.nodes:
             skipped = [f"skipped an earlier {c.shape} candidate with no usable node: " + "; ".join(v.dropped.values())
                        for c, v in failed]

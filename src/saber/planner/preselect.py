@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from saber.planner import keywords as kw
+from saber.lexical import keywords as kw
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """The rule planner: a plan from keywords when there is no model or nothing parses.
 
-The keywords live in ``saber.planner.keywords`` (shared with the router). Rules:
+The keywords live in ``saber.lexical.keywords`` (shared with the router). Rules:
 
 - a research request (调研, 研究, research; or a report/document/plan to write, generate or save)
   with the research and writer agents available → research_agent → writer_agent →
@@ -29,8 +29,8 @@ from typing import Any
 
 from saber.graph.node import Node
 from saber.language import has_han
+from saber.lexical import keywords as kw
 from saber.plaintext import plain_line
-from saber.planner import keywords as kw
 from saber.planner.result import ParsedPlan
 from saber.planner.validate import validate_nodes
 from saber.tools.base import Tool

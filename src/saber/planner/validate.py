@@ -18,7 +18,6 @@ from typing import Any
 from saber.graph.node import Node
 from saber.graph.placeholders import canonicalise, references
 from saber.graph.taskgraph import TaskGraph
-from saber.planner.grounding import ground_nodes
 from saber.planner.names import resolve_name
 from saber.planner.races import untangle_races
 from saber.planner.shapes import RawNode, params_object
@@ -76,7 +75,6 @@ def validate_nodes(
     limit: int | None = None,
     placeholders: bool = True,
     partial: bool = False,
-    whole: bool = True,
 ) -> Validated:
     """Nodes ready for a TaskGraph. ``existing`` are nodes already in the graph (a replan): new
     ids must not clash with them, new nodes may depend on them. ``limit`` caps the new nodes.
@@ -84,11 +82,9 @@ def validate_nodes(
     ``placeholders=False`` takes params and goals as literal text (the rule planner copies the
     user's query into them): nothing in them becomes a dependency or is rewritten.
 
-    ``partial=True``: ``raw`` is the start of a plan still being written (streamed planning), so
-    what needs the whole plan is not decided: grounding adds no node for a place the query names
-    (the model may write it next) — it repairs or drops complete nodes only. ``whole=False``: the
-    plan is known to be cut (a token limit, ``max_nodes``): no node is added for what it misses
-    either — the caller reports the cut instead."""
+    ``partial=True``: ``raw`` is the start of a plan still being written (streamed planning): an id
+    left free, which depends on the ids written later, is reported. A model's plan is grounded
+    afterwards (``grounding.ground_validated``, called by ``parse_plan``)."""
     warnings: list[str] = []
     dropped: dict[str, str] = {}
     existing = existing or {}
@@ -134,10 +130,6 @@ def validate_nodes(
              goal=i.goal, params=i.params, depends_on=i.deps, race_group=groups[i.id])
         for i in kept
     ]
-    if placeholders:  # a model's plan: copied example values and ignored entities (grounding.py)
-        nodes, grounded, gone = ground_nodes(nodes, existing=existing, new_plan=whole and not (existing or partial) and limit is None)
-        warnings.extend(grounded)
-        dropped.update(gone)
     return Validated(nodes=nodes, warnings=warnings, dropped=dropped)
 
 

@@ -1,6 +1,6 @@
 """The knowledge base: documents, chunks, embeddings, hybrid retrieval, and its tools.
 
-Names are imported on first use (PEP 562), so ``saber.knowledge_cli`` can be imported by ``saber --help``
+Names are imported on first use (PEP 562), so ``saber.cli.knowledge`` can be imported by ``saber --help``
 without loading numpy, jieba, the stores or the embedder.
 """
 
@@ -35,7 +35,8 @@ __all__ = [
     "RagEngine", "RagError", "Reranker", "SQLiteStore", "UnsupportedFileType", "embedder_from_settings",
     "engine_from_settings", "knowledge_tools", "open_store",
 ]
-"""The public names. Chunking, BM25 and fusion helpers are internal: import them from their modules."""
+"""The public names. Chunking helpers are internal: import them from their modules (BM25 and fusion
+live in ``saber.lexical``)."""
 
 _HOMES = {
     "ChunkingConfig": "chunking",

@@ -145,7 +145,7 @@ class HashingEmbedder:
 
         import numpy as np
 
-        from saber.rag.keyword import tokenize
+        from saber.lexical.bm25 import tokenize
 
         v = np.zeros(self.dim, dtype=np.float32)
         for token in tokenize(text):

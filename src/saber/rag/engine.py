@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from saber.lexical.fusion import RRF_K, reciprocal_rank_fusion
 from saber.llm.base import ChatModel
 from saber.llm.types import Message
 from saber.rag.chunking import ChunkingConfig, chunk_document
@@ -29,14 +30,13 @@ from saber.rag.documents import (
 )
 from saber.rag.embedder import Embedder, Vectors
 from saber.rag.filler import FillStatus, VectorFiller, describe_failure
-from saber.rag.fusion import RRF_K, reciprocal_rank_fusion
 from saber.rag.limits import ReadLimits
 from saber.rag.scope import current_scope
 from saber.rag.store.base import KnowledgeStore
 
 if TYPE_CHECKING:
+    from saber.lexical.bm25 import BM25Index
     from saber.rag.exact import RareTerm
-    from saber.rag.keyword import BM25Index
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,7 @@ class RagEngine:
 
     def chunk_text(self, title: str, text: str) -> tuple[list[str], list[ChunkRecord]]:
         """The parent sections and child chunks (with their search tokens) a document is stored as."""
-        from saber.rag.keyword import (
+        from saber.lexical.bm25 import (
             tokenize,  # the tokenizer (and numpy) load with the first ingest or search
         )
 
@@ -369,7 +369,7 @@ class RagEngine:
     def _keyword_index(self) -> BM25Index:
         """The BM25 index at the store's revision: built once, then only the chunks added and
         removed since (from this or any other process) are applied."""
-        from saber.rag.keyword import BM25Index
+        from saber.lexical.bm25 import BM25Index
 
         with self._keyword_lock:
             held = self._bm25
@@ -402,7 +402,7 @@ class RagEngine:
         if not query.strip() or k <= 0:
             return []
         hidden = self._hidden(hidden)
-        from saber.rag.keyword import tokenize
+        from saber.lexical.bm25 import tokenize
 
         tokens = tokenize(query) if mode in ("hybrid", "keyword") else []
         if mode in ("hybrid", "vector") and self.loaded:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from saber.language import has_han
-from saber.rag.keyword import STOPWORDS, tokenize
+from saber.lexical.bm25 import STOPWORDS, tokenize
 
 RARE_ZIPF = 3.0
 """Zipf frequency (log10 of occurrences per billion words) below which a word is rare in its

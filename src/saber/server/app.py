@@ -10,11 +10,13 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from saber.agent import Agent
-from saber.cluster import metrics_route, tracing
-from saber.cluster.metrics import HttpMetrics
 from saber.cluster.serving import start_cluster
 from saber.config import Settings
+from saber.observability import tracing
+from saber.observability.metrics import HttpMetrics
 from saber.redact import install_log_redaction
+from saber.runs.manager import RunManager
+from saber.server import metrics_route
 from saber.server.auth import KeyGate, KeyRing
 from saber.server.errors import install_error_handlers
 from saber.server.hostguard import AllowedHosts, HostOriginGuard
@@ -22,7 +24,6 @@ from saber.server.middleware import RequestContext
 from saber.server.owners import move_legacy_owners
 from saber.server.routes import approvals, chat, documents, mcp, memory, openai, status, tasks
 from saber.server.routes.documents import MAX_FILES
-from saber.server.runs import RunManager
 from saber.server.webui import mount_web_ui
 
 log = logging.getLogger(__name__)

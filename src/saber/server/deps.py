@@ -8,9 +8,9 @@ from fastapi import Depends, Query, Request
 
 from saber.agent import Agent
 from saber.config import Settings
+from saber.runs.manager import RunManager
 from saber.server.auth import caller
 from saber.server.errors import ApiError
-from saber.server.runs import RunManager
 
 
 def get_agent(request: Request) -> Agent:

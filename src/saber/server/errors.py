@@ -16,6 +16,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from saber.runs.errors import ApiError as ApiError  # the routes raise it from here
+
 log = logging.getLogger(__name__)
 
 
@@ -39,20 +41,6 @@ class OpenAIErrorBody(BaseModel):
 
     error: OpenAIErrorDetail
     request_id: str
-
-
-class ApiError(Exception):
-    """An answer other than success: raised anywhere in a route, rendered by the handler below."""
-
-    def __init__(self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None,
-                 param: str | None = None) -> None:
-        """``param``: the request field at fault, for the OpenAI-compatible routes' error shape."""
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = dict(headers or {})
-        self.param = param
 
 
 SHOWN_CHARS = 200

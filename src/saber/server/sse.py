@@ -10,8 +10,8 @@ import anyio
 from fastapi import Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from saber.runs.manager import RunManager, TaskRun
 from saber.server.errors import ApiError, shown
-from saber.server.runs import RunManager, TaskRun
 
 PING_SECONDS = 15.0
 """Seconds between keep-alive comments while a stream has nothing to send (``app.state.ping_seconds``)."""

@@ -52,7 +52,7 @@ def tool_card(tool: Tool) -> str:
 def _need_words(query: str) -> list[str]:
     """English names of what the keyword table recognises ("几点" → time): the bridge from a
     Chinese query to an English tool description."""
-    from saber.planner import keywords as kw
+    from saber.lexical import keywords as kw
 
     table = (("time current now", kw.TIME), ("weather forecast", kw.WEATHER), ("search web", kw.SEARCH))
     return [word for words, pattern in table if pattern.search(query) for word in words.split()]
@@ -78,7 +78,7 @@ class ToolIndex:
     def update(self, tools: Mapping[str, Tool], *, embed: bool = True) -> None:
         """Index exactly ``tools`` (a registry snapshot); cheap when nothing changed. ``embed``:
         also embed their cards (in a thread), which only a selection among many tools needs."""
-        from saber.rag.keyword import BM25Index, tokenize
+        from saber.lexical.bm25 import BM25Index, tokenize
 
         cards = {name: tool_card(t) for name, t in tools.items()}
         with self._lock:
@@ -132,7 +132,7 @@ class ToolIndex:
     async def refresh(self, registry: Mapping[str, Tool], query: str, tools: Mapping[str, Tool], *, above: int) -> None:
         """Before routing ``query``: follow the registry and tokenize the query (jieba's first use
         loads its dictionary) in a thread, then ``prepare_for``; nothing heavy runs on the loop."""
-        from saber.rag.keyword import tokenize
+        from saber.lexical.bm25 import tokenize
 
         def work() -> None:
             self.update(registry, embed=len(tools) > above)  # the model loads only for a selection
@@ -175,7 +175,7 @@ class ToolIndex:
 
     def rankings(self, query: str, among: Collection[str] | None = None) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """(BM25 ranking, embedding ranking) of the indexed tools in ``among`` (all when None)."""
-        from saber.rag.keyword import tokenize
+        from saber.lexical.bm25 import tokenize
 
         with self._lock:
             names, bm25, cards = list(self._names), self._bm25, dict(self._cards)
@@ -194,7 +194,7 @@ class ToolIndex:
 
     def search(self, query: str, k: int, among: Collection[str] | None = None) -> list[str]:
         """The ``k`` best tools for ``query``, best first (BM25 and embeddings fused by RRF)."""
-        from saber.rag.fusion import reciprocal_rank_fusion
+        from saber.lexical.fusion import reciprocal_rank_fusion
 
         lexical, semantic = self.rankings(query, among)
         fused = reciprocal_rank_fusion([[n for n, _ in lexical], [n for n, _ in semantic]])

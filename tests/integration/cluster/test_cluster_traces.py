@@ -14,9 +14,9 @@ from cluster_helpers import REDIS_URL
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from saber.agent import Agent
-from saber.cluster.metrics import exposition
 from saber.cluster.runtime import Cluster
 from saber.config import Settings
+from saber.observability.metrics import exposition
 from saber.server.app import create_app
 from saber.testing import ScriptedModel
 from saber.tools import tool

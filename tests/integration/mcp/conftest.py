@@ -25,8 +25,8 @@ from saber.agent import Agent
 from saber.agent.memory import MemoryService
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.config import Settings
+from saber.config.mcp import MCPServerConfig
 from saber.llm.base import ChatModel
-from saber.mcp.config import MCPServerConfig
 from saber.rag.embedder import HashingEmbedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import SQLiteStore

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from saber.config import Settings
-from saber.mcp.config import MCPServerConfig
+from saber.config.mcp import MCPServerConfig
 
 CLOSED = "http://127.0.0.1:9"
 

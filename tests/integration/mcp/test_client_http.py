@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from saber.agent import Agent
+from saber.config.mcp import MCPServerConfig
 from saber.events import NodeDone
-from saber.mcp.config import MCPServerConfig
 from saber.testing import ScriptedModel
 from saber.tools import ToolArgumentError, ToolError
 

@@ -14,8 +14,8 @@ import pytest
 from mcp_helpers import children_running, python_server, settings_for, signal_server, time_config
 
 from saber.agent import Agent
+from saber.config.mcp import MCPServerConfig
 from saber.events import NodeDone, Plan, Route, ToolCallEvent
-from saber.mcp.config import MCPServerConfig
 from saber.mcp.connection import MCPConnection
 from saber.testing import ScriptedModel
 from saber.tools import ToolArgumentError, ToolError, tool

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 from saber.agent import Agent
+from saber.cli.serve import run
 from saber.config import Settings
 from saber.llm.openai_compat import OpenAIChatModel
 from saber.rag.embedder import HashingEmbedder
 from saber.rag.engine import RagEngine
 from saber.rag.store import SQLiteStore
 from saber.server import create_app
-from saber.server.serve import run
 from saber.tools import tool
 
 

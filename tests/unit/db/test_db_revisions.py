@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from saber.db import migrate
-from saber.db.database import newest_revision
+from saber.db.revision import newest_revision
 
 VERSIONS = Path(migrate.__file__).with_name("migrations") / "versions"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from saber.config import ConfigError, Settings
-from saber.mcp.config import MCPServerConfig
+from saber.config.mcp import MCPServerConfig
 from saber.mcp.toml_edit import add_server, remove_server
 
 
@@ -41,7 +41,7 @@ enabled = false
 
 
 def test_a_command_is_described_on_one_line() -> None:
-    from saber.mcp.config import MCPServerConfig
+    from saber.config.mcp import MCPServerConfig
 
     server = MCPServerConfig(name="x", command="python", args=["-c", "import sys\nprint('hi')\n  sys.exit(1)"])
     assert server.describe() == "python -c import sys print('hi') sys.exit(1)"

@@ -129,8 +129,8 @@ def test_saber_ingest_reports_a_bomb_in_one_line_and_stores_nothing(bombs: dict[
     import typer
     from typer.testing import CliRunner
 
-    from saber.clikit.output import CLIError
-    from saber.knowledge_cli import ingest_command, set_engine_factory
+    from saber.cli.knowledge import ingest_command, set_engine_factory
+    from saber.cli.output import CLIError
     from saber.rag import HashingEmbedder, SQLiteStore
 
     db = tmp_path / "saber.db"

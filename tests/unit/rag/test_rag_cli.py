@@ -8,8 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from saber.clikit.output import CLIError, Interrupted
-from saber.knowledge_cli import docs_app, ingest_command, set_engine_factory
+from saber.cli.knowledge import docs_app, ingest_command, set_engine_factory
+from saber.cli.output import CLIError, Interrupted
 from saber.rag import HashingEmbedder, RagEngine, SQLiteStore
 
 
@@ -79,7 +79,7 @@ def test_ingest_reports_keyword_speed_then_waits_for_the_vectors(app: typer.Type
 
 def test_ingest_prints_rates_once_they_measure_something(app: typer.Typer, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from saber import knowledge_cli
+    from saber.cli import knowledge as knowledge_cli
 
     monkeypatch.setattr(knowledge_cli, "RATE_AFTER", 0.0)
     (tmp_path / "k8s.md").write_text("# Services\n\n" + "A NodePort service opens a port on every node. " * 30,
@@ -131,7 +131,7 @@ def test_ingest_no_wait_leaves_vectors_to_docs_index(app: typer.Typer, tmp_path:
 
 def test_ctrl_c_while_embedding_leaves_the_rest_pending_and_exits_130(
         app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from saber import knowledge_cli
+    from saber.cli import knowledge as knowledge_cli
 
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from saber.lexical.bm25 import tokenize
 from saber.rag.exact import RareTerm, exact_match, identifiers, rare_terms
-from saber.rag.keyword import tokenize
 
 PASSAGES = [
     "合同上线前须经法务审批。本次法务审批单号为LIC-7731，由王敏负责跟进。",

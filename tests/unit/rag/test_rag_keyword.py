@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from saber.rag.fusion import reciprocal_rank_fusion
-from saber.rag.keyword import BM25Index, tokenize
+from saber.lexical.bm25 import BM25Index, tokenize
+from saber.lexical.fusion import reciprocal_rank_fusion
 
 
 def test_tokenize_mixes_jieba_and_english_words() -> None:

@@ -11,7 +11,7 @@ from saber.agent.generate import stream_answer, with_failed_steps
 from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.modes.replan import model_replanner
-from saber.agent.observations import observations, rule_answer
+from saber.agent.observations import observations
 from saber.agent.plan_report import (
     TRUNCATED_META,
     PlanReport,
@@ -21,6 +21,7 @@ from saber.agent.plan_report import (
     stop_reason,
 )
 from saber.agent.prompts import GENERATE
+from saber.agent.render import rule_answer
 from saber.agent.tasks import TASK_KIND
 from saber.events import Error, Plan, Token
 from saber.graph.persist import answered

@@ -54,7 +54,7 @@ class ReviewAgent(SubAgentBase):
 
 def on_topic(topic: str, report: str, *, share: float = 0.3) -> bool:
     """Whether the report's body (its title aside) contains at least ``share`` of the topic's words."""
-    from saber.rag.keyword import tokenize
+    from saber.lexical.bm25 import tokenize
 
     wanted = {t for t in tokenize(topic) if len(t) > 1}
     if not wanted:

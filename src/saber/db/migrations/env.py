@@ -2,7 +2,7 @@
 
 from alembic import context
 
-from saber.db.database import VERSION_TABLE
+from saber.db.revision import VERSION_TABLE
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, version_table=VERSION_TABLE, transactional_ddl=True)

@@ -10,7 +10,7 @@ def open_store(database_url: str | None, sqlite_path: str | None = None, *, pool
     """PostgreSQL when ``database_url`` is a postgres URL, else the SQLite file at ``sqlite_path``
     (on the process's shared pool for that database, ``pool_size`` connections when it opens it)."""
     if database_url:
-        from saber.db.database import postgres_url_problem
+        from saber.config.database_url import postgres_url_problem
 
         if problem := postgres_url_problem(database_url):
             raise ValueError(problem)

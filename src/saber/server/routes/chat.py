@@ -13,10 +13,10 @@ from saber.agent import Agent
 from saber.events import Event
 from saber.llm.types import Message
 from saber.redact import redacted
+from saber.runs.manager import RunManager, TaskRun
 from saber.server.auth import caller
 from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
-from saber.server.runs import RunManager, TaskRun
 from saber.server.schemas import ChatRequest, ChatResponse, EventOut
 from saber.server.sse import SSE_RESPONSE, stream_run
 from saber.tools.errors import ToolError, UnknownToolError

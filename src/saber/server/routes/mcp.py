@@ -42,7 +42,7 @@ async def list_servers(request: Request, agent: AgentDep, settings: SettingsDep)
 async def add_server(body: dict[str, Any], request: Request, agent: AgentDep, settings: SettingsDep) -> dict[str, Any]:
     from pydantic import ValidationError
 
-    from saber.mcp.config import MCPServerConfig
+    from saber.config.mcp import MCPServerConfig
 
     _admin(request, settings)
     try:

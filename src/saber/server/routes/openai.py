@@ -20,6 +20,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from saber.config import Settings
 from saber.jsonsafe import dumps
+from saber.runs.manager import RunManager, TaskRun
 from saber.server.auth import caller
 from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import OPENAI_ERROR_RESPONSES, ApiError, OpenAIErrorBody
@@ -39,7 +40,6 @@ from saber.server.routes.openai_stream import (
     model_failure,
     restarted_error,
 )
-from saber.server.runs import RunManager, TaskRun
 from saber.server.schemas import ChatRequest, Mode
 from saber.server.sse import SSE_RESPONSE, cancel_abandoned
 

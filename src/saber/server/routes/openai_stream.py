@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from saber.server.eventlog import LoggedEvent
+from saber.runs.eventlog import LoggedEvent
 
 FAILED_CHAT_WHERE = "chat"
 """The ``where`` of the ``error`` event of a chat answer whose model failed (``saber.agent.generate``)."""

@@ -15,10 +15,10 @@ from saber.events import Event
 from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
 from saber.redact import redacted, redacted_value
+from saber.runs.manager import TaskRun
 from saber.server.deps import AgentDep, RunsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
 from saber.server.offloop import store_call
-from saber.server.runs import TaskRun
 from saber.server.schemas import CancelResponse, NodeOut, TaskDetail, TaskSummary
 from saber.server.sse import SSE_RESPONSE, last_event_id, stream_run
 

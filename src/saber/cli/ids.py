@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from saber.clikit.output import CLIError
+from saber.cli.output import CLIError
 
 MIN_SHORT = 8
 

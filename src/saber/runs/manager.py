@@ -19,11 +19,11 @@ from typing import Any, Literal
 from starlette.types import Message
 
 from saber.agent import Agent
-from saber.cluster.metrics import RunObserver
-from saber.cluster.tracing import LocalRunTrace
 from saber.events import Done, Event
-from saber.server.errors import ApiError
-from saber.server.eventlog import EventLog
+from saber.observability.metrics import RunObserver
+from saber.observability.tracing import LocalRunTrace
+from saber.runs.errors import ApiError
+from saber.runs.eventlog import EventLog
 
 log = logging.getLogger(__name__)
 

@@ -180,7 +180,7 @@ async def serve_http(agent: Any, host: str, port: int, *, include_mcp_tools: boo
     naming it (not a log line and an exit)."""
     import uvicorn
 
-    from saber.server.serve import listen_socket
+    from saber.server.listen import listen_socket
 
     sock = listen_socket(host, port)
     server = build_server(agent, include_mcp_tools=include_mcp_tools)

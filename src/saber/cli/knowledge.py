@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from saber.clikit.output import (
+from saber.cli.output import (
     EXIT_USAGE,
     CLIError,
     Interrupted,
@@ -248,7 +248,7 @@ def docs_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON (
     """Documents in the knowledge base (ids shortened to a unique prefix; any unique prefix is accepted)."""
     from rich.table import Table
 
-    from saber.clikit.ids import shortest_unique
+    from saber.cli.ids import shortest_unique
 
     docs, fill = _with_engine(lambda engine: _with_fill(engine, engine.list_documents()))
     if as_json:
@@ -311,7 +311,7 @@ def docs_index() -> None:
 
 
 def _resolve(engine: RagEngine, prefix: str) -> str:
-    from saber.clikit.ids import resolve
+    from saber.cli.ids import resolve
 
     return resolve(prefix, (d.id for d in engine.list_documents()), "document")
 
@@ -352,7 +352,7 @@ def docs_rm(
     """Remove documents, their versions and their chunks."""
 
     def remove(engine: RagEngine) -> tuple[int, list[CLIError]]:
-        from saber.clikit.ids import resolve
+        from saber.cli.ids import resolve
 
         known = [d.id for d in engine.list_documents()]
         problems: list[CLIError] = []

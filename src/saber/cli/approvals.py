@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from saber.clikit.output import CLIError, UsageError, out, plain, print_json
+from saber.cli.output import CLIError, UsageError, out, plain, print_json
 
 
 def _store() -> Any:
@@ -20,7 +20,7 @@ def _store() -> Any:
 
 
 def _answer(task_id: str, node_id: str, *, approve: bool, reason: str, for_task: bool) -> None:
-    from saber.clikit.ids import resolve
+    from saber.cli.ids import resolve
 
     store = _store()
     try:

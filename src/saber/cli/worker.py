@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from saber.clikit.output import UsageError
+from saber.cli.output import UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings

@@ -3,6 +3,9 @@
 The one set of defaults for the graph runtime: ``Settings``' ``graph_*`` fields take theirs from
 here, and ``GraphConfig.from_settings`` is the one mapping between the two. Every duration is in
 seconds.
+
+It lives with the settings (the graph section of them), below the runtime that reads it, so
+``Settings`` can take its defaults without importing the graph package.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from saber import jsonsafe
-from saber.clikit.output import err, line, out, write_raw
+from saber.cli.output import err, line, out, write_raw
 
 _STATUS_STYLE = {"done": "green", "failed": "red", "skipped": "yellow", "cancelled": "yellow"}
 

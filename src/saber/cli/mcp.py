@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from saber.clikit.output import CLIError, UsageError
+from saber.cli.output import CLIError, UsageError
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -98,7 +98,7 @@ def add(
     """Add a server to saber.toml: `saber mcp add NAME -- COMMAND ARGS...` or `saber mcp add NAME --url URL`."""
     from pydantic import ValidationError
 
-    from saber.mcp.config import MCPServerConfig
+    from saber.config.mcp import MCPServerConfig
     from saber.mcp.toml_edit import add_server
 
     settings = _settings()
@@ -164,7 +164,7 @@ def serve(
 
     Over --http, the API keys of `saber serve` apply: with keys, every request needs
     `Authorization: Bearer <key>`; without, only a loopback address is served."""
-    from saber.mcp.server import serve_http, serve_stdio
+    from saber.server.mcp_server import serve_http, serve_stdio
 
     address = _address(http) if http else None
     settings = _settings()
@@ -196,8 +196,8 @@ def serve(
 
 def _http_keys(settings: Settings, host: str, insecure_no_auth: bool) -> KeyRing:
     """The API keys of ``saber serve``, and its rule: no keys, no address other than loopback."""
+    from saber.cli.serve import check_host
     from saber.server.auth import KeyRing
-    from saber.server.serve import check_host
 
     keys = KeyRing.from_settings(settings)
     check_host(host, keys, insecure_no_auth)

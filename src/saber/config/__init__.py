@@ -23,8 +23,8 @@ from pydantic import (
     model_validator,
 )
 
-from saber.graph.config import GRAPH_DEFAULTS as _GRAPH
-from saber.mcp.config import MCPServerConfig, check_server_entries
+from saber.config.graph import GRAPH_DEFAULTS as _GRAPH
+from saber.config.mcp import MCPServerConfig, check_server_entries
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +224,7 @@ class Settings(BaseModel):
     to answer; unset = calibrated for the embedder and the stored documents (saber.agent.relevance)."""
 
     # graph runtime
-    # (defaults: saber.graph.config.GraphConfig's; GraphConfig.from_settings maps these to it)
+    # (defaults: saber.config.graph.GraphConfig's; GraphConfig.from_settings maps these to it)
     graph_max_parallel: int = Field(_GRAPH.max_parallel, ge=1)
     graph_enable_racing: bool = _GRAPH.enable_racing
     graph_race_timeout: float = Field(_GRAPH.race_timeout, ge=0)
@@ -410,7 +410,7 @@ class Settings(BaseModel):
     @field_validator("database_url")
     @classmethod
     def _postgres_only(cls, value: str | None) -> str | None:
-        from saber.db.database import postgres_url_problem
+        from saber.config.database_url import postgres_url_problem
 
         if value is not None and (problem := postgres_url_problem(value)):
             raise ValueError(problem)

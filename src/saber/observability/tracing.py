@@ -8,7 +8,7 @@ the HTTP request (FastAPI makes it, with its dependency and endpoint spans), the
 tool-call span inside (``execute_tool``), built from the run's events; the run span carries the
 GenAI semantic-convention attributes (``gen_ai.operation.name``, ``gen_ai.request.model``,
 ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``), and each model call a ``chat``
-span (``TracedModel``, wrapped around the agent's model) with its own model and tokens.
+span (``saber.llm.traced.TracedModel``, wrapped around the agent's model) with its own model and tokens.
 
 Without the extra installed and nothing configured, every function here is a cheap no-op.
 """
@@ -92,7 +92,7 @@ def flush(timeout_seconds: float = 2.0) -> None:
         _exporting.force_flush(int(timeout_seconds * 1000))
 
 
-def _tracer() -> Any:
+def get_tracer() -> Any:
     from opentelemetry import trace
 
     return trace.get_tracer("saber")
@@ -109,7 +109,7 @@ def span(name: str, *, kind: str = "INTERNAL", parent: str = "", **attributes: A
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     context = TraceContextTextMapPropagator().extract({"traceparent": parent}) if parent else None
-    with _tracer().start_as_current_span(name, context=context, kind=getattr(trace.SpanKind, kind),
+    with get_tracer().start_as_current_span(name, context=context, kind=getattr(trace.SpanKind, kind),
                                          attributes={k: v for k, v in attributes.items() if v is not None}) as current:
         yield current
 
@@ -156,7 +156,7 @@ class RunSpans:
         end = time.time_ns()
         start = self._started.pop(str(data.get("id")), end - int(float(data.get("duration_ms") or 0) * 1e6))
         tool = str(data.get("tool", ""))
-        tracer = _tracer()
+        tracer = get_tracer()
         parent = trace.set_span_in_context(self.run_span)
         node = tracer.start_span(f"node {data.get('id')}", context=parent, start_time=start,
                                  attributes={"saber.node.id": str(data.get("id")), "saber.node.status": str(data.get("status")),
@@ -173,7 +173,7 @@ class RunSpans:
 
         end = time.time_ns()
         tool = str(data.get("tool_name", ""))
-        call = _tracer().start_span(f"execute_tool {tool}", context=trace.set_span_in_context(self.run_span),
+        call = get_tracer().start_span(f"execute_tool {tool}", context=trace.set_span_in_context(self.run_span),
                                     start_time=end - int(float(data.get("duration_ms") or 0) * 1e6),
                                     attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool})
         if data.get("error"):
@@ -197,7 +197,7 @@ class LocalRunTrace:
     def __init__(self, task_id: str, kind: str) -> None:
         self.span: Any = None
         if _enabled:
-            self.span = _tracer().start_span(RUN_SPAN, kind=_kind("INTERNAL"),
+            self.span = get_tracer().start_span(RUN_SPAN, kind=span_kind("INTERNAL"),
                                              attributes=run_attributes(task_id, **{"saber.run_kind": kind}))
         self.spans = RunSpans(self.span)
 
@@ -223,62 +223,7 @@ class LocalRunTrace:
             self.span = None
 
 
-class TracedModel:
-    """Wraps a chat model: while tracing is on, a ``chat`` span per call with the GenAI attributes
-    (``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``); otherwise the
-    calls pass straight through."""
-
-    def __init__(self, model: Any) -> None:
-        self.wrapped = model
-        self.name = model.name
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self.wrapped, item)
-
-    def _attributes(self) -> dict[str, Any]:
-        return {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.name}
-
-    async def complete(self, messages: Any, **options: Any) -> Any:
-        from saber.llm.limits import max_tokens_kwarg
-
-        extra = max_tokens_kwarg(self.wrapped.complete, options.pop("max_tokens", None))
-        if not _enabled:
-            return await self.wrapped.complete(messages, **options, **extra)
-        with span(f"chat {self.name}", kind="CLIENT", **self._attributes()) as current:
-            completion = await self.wrapped.complete(messages, **options, **extra)
-            _usage(current, completion.usage, completion.model)
-            return completion
-
-    async def stream(self, messages: Any, **options: Any) -> Any:
-        from saber.llm.limits import max_tokens_kwarg
-        from saber.llm.types import StreamEnd
-
-        extra = max_tokens_kwarg(self.wrapped.stream, options.pop("max_tokens", None))
-        if not _enabled:
-            async for chunk in self.wrapped.stream(messages, **options, **extra):
-                yield chunk
-            return
-        # not made current: a generator may be closed from another task than the one it began in
-        current = _tracer().start_span(f"chat {self.name}", kind=_kind("CLIENT"), attributes=self._attributes())
-        try:
-            async for chunk in self.wrapped.stream(messages, **options, **extra):
-                if isinstance(chunk, StreamEnd):
-                    _usage(current, chunk.usage, None)
-                yield chunk
-        finally:
-            current.end()
-
-
-def _kind(name: str) -> Any:
+def span_kind(name: str) -> Any:
     from opentelemetry import trace
 
     return getattr(trace.SpanKind, name)
-
-
-def _usage(current: Any, usage: Any, model: str | None) -> None:
-    if current is None:
-        return
-    current.set_attribute("gen_ai.usage.input_tokens", int(usage.prompt_tokens))
-    current.set_attribute("gen_ai.usage.output_tokens", int(usage.completion_tokens))
-    if model:
-        current.set_attribute("gen_ai.response.model", model)

@@ -4,7 +4,7 @@ Every error a user can cause (an unknown option, an unreadable or invalid config
 endpoint that refuses) ends in one ``saber: error: …`` line on stderr and an exit code, never a
 traceback: 1 failure, 2 usage (bad arguments, settings or input), 130 interrupted.
 
-Startup is kept light: this module imports only typer and the small ``saber.clikit`` helpers;
+Startup is kept light: this module imports only typer and the small ``saber.cli`` helpers;
 the agent, the stores, numpy, jieba, openai and the embedder load inside the command that needs
 them (``tests/unit/core/test_cli_imports.py`` guards this). A command module is registered with
 one line below (``app.command(...)(function)`` or ``app.add_typer(sub_app, name=...)``) and must
@@ -23,9 +23,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from saber.approvals.cli import approvals_command, approve_command, deny_command
-from saber.clikit.model_check import model_app
-from saber.clikit.output import (
+from saber.cli.approvals import approvals_command, approve_command, deny_command
+from saber.cli.db import db_app
+from saber.cli.knowledge import docs_app, ingest_command
+from saber.cli.mcp import mcp_app
+from saber.cli.model_check import model_app
+from saber.cli.output import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     CLIError,
@@ -37,13 +40,10 @@ from saber.clikit.output import (
     print_json,
     write_raw,
 )
-from saber.clikit.render import JsonRenderer, RichRenderer
-from saber.cluster.worker_cli import worker_command
-from saber.db.cli import db_app
-from saber.knowledge_cli import docs_app, ingest_command
-from saber.mcp.cli import mcp_app
+from saber.cli.render import JsonRenderer, RichRenderer
+from saber.cli.serve import serve_command
+from saber.cli.worker import worker_command
 from saber.redact import install_log_redaction
-from saber.server.serve import serve_command
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -163,7 +163,7 @@ def ask(
 
 async def _warn_mcp(agent: Any) -> None:
     """Connect the MCP servers; one that is not up is a warning line, and the rest goes on."""
-    from saber.clikit.output import err
+    from saber.cli.output import err
 
     for s in await agent.start():
         if s["state"] not in ("ready", "disabled"):
@@ -172,9 +172,9 @@ async def _warn_mcp(agent: Any) -> None:
 
 
 async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool, *, model: str | None = None) -> None:
-    """Print a request's events; a failed request (``clikit.outcome``) makes the exit code 1, bad
+    """Print a request's events; a failed request (``cli.outcome``) makes the exit code 1, bad
     input 2, Ctrl-C 130. ``model`` is the configured model, if any."""
-    from saber.clikit.outcome import Outcome
+    from saber.cli.outcome import Outcome
 
     renderer: JsonRenderer | RichRenderer = JsonRenderer() if as_json else RichRenderer(model=model)
     outcome = Outcome(model=model)
@@ -210,7 +210,7 @@ async def _render(agent: Any, events: AsyncGenerator[Event, None], as_json: bool
 
 async def _ask_approval(agent: Any, question: dict[str, Any]) -> None:
     """The terminal's prompt for a waiting step (other steps keep running meanwhile)."""
-    from saber.clikit.output import err
+    from saber.cli.output import err
 
     prompt = f"approve {question['tool']} for step {question['node_id']}? [y]es / [n]o / [a]lways this task: "
     while True:
@@ -239,7 +239,7 @@ def tasks(
     """List checkpointed react tasks; unfinished ones (interrupted, or cancelled) can be resumed."""
     from rich.table import Table
 
-    from saber.clikit.ids import shortest_unique
+    from saber.cli.ids import shortest_unique
 
     settings = _settings()
     found: list[dict[str, Any]] = _with_agent(settings, lambda agent: agent.tasks(unfinished=not all_tasks))
@@ -277,7 +277,7 @@ def resume(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line, for scripts.")] = False,
 ) -> None:
     """Continue a react task from its checkpoint: finished steps are not run again."""
-    from saber.clikit.ids import resolve
+    from saber.cli.ids import resolve
 
     settings = _settings()
 
@@ -359,7 +359,7 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
     """Show the effective settings (secrets masked) and where each comes from: default, file or env."""
     import json
 
-    from saber.clikit.sources import setting_sources
+    from saber.cli.sources import setting_sources
     from saber.config import config_path
 
     settings = _settings()

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from saber.clikit.output import CLIError, UsageError
+from saber.cli.output import CLIError, UsageError
+from saber.server.listen import listen_socket
 
 if TYPE_CHECKING:  # the server's libraries load only when serving: the other commands stay quick
     import socket
@@ -44,22 +45,6 @@ def check_host(host: str, keys: KeyRing, insecure_no_auth: bool) -> None:
         f"refusing to listen on {host}: no API keys are configured, so anyone who can reach this address "
         "would use this agent, its tools and its data as you. Add keys ([server] api_keys in saber.toml or "
         "server.keys_file; `saber serve --new-key USER` prints one), bind 127.0.0.1, or pass --insecure-no-auth")
-
-
-def listen_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port``, before any server starts: a port in use or an address that
-    is not this machine's is an OSError naming it (not uvicorn's log lines and its exit code 3)."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    return sock
 
 
 def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "info",

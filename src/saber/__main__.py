@@ -1,0 +1,5 @@
+"""``python -m saber``: the ``saber`` command."""
+
+from saber.cli.main import main
+
+main()

@@ -1,0 +1,5 @@
+"""``python -m saber.cli``: the ``saber`` command."""
+
+from saber.cli.main import main
+
+main()
