@@ -46,13 +46,11 @@ class Group:
 GROUPS: dict[str, Group] = {
     "auth": Group(
         modules=("src/saber/server/auth.py",),
-        tests=("tests/integration/server/test_server_auth_limits.py",
-               "tests/integration/server/test_server_document_owners.py"),
+        tests=("tests/unit/core/test_server_keys.py",),
     ),
     "hostguard": Group(
         modules=("src/saber/server/hostguard.py",),
-        tests=("tests/unit/core/test_hostguard.py", "tests/integration/server/test_server_cross_site.py",
-               "tests/integration/server/test_server_odd_headers.py"),
+        tests=("tests/unit/core/test_hostguard.py", "tests/unit/core/test_hostguard_requests.py"),
     ),
     "approvals": Group(
         modules=("src/saber/approvals/broker.py", "src/saber/approvals/store.py"),
@@ -84,7 +82,7 @@ GROUPS: dict[str, Group] = {
     ),
     "placeholders": Group(
         modules=("src/saber/graph/placeholders.py",),
-        tests=("tests/unit/graph/test_graph_placeholders.py",),
+        tests=("tests/unit/graph/test_graph_placeholders.py", "tests/unit/graph/test_graph_placeholders_properties.py"),
     ),
     "graph": Group(
         modules=("src/saber/graph/retry.py", "src/saber/graph/races.py", "src/saber/graph/attempts.py",

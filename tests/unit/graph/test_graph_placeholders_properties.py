@@ -4,13 +4,20 @@ every form a model writes, and text that names no node (a price, a template) is 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from saber.graph.placeholders import PlaceholderError, canonicalise, has_placeholder, references, substitute_placeholders
+from saber.graph.placeholders import (
+    PlaceholderError,
+    canonicalise,
+    has_placeholder,
+    references,
+    substitute_placeholders,
+)
 
 node_ids = st.from_regex(r"[A-Za-z_](?:[A-Za-z0-9_-]{0,7}[A-Za-z0-9_])?", fullmatch=True)
 """Ids as validation writes them; one ending in "-" is ambiguous in the bare ``$id`` form ("$n1-" is n1)."""
@@ -85,10 +92,17 @@ def test_a_path_into_plain_text_or_a_missing_node_is_refused_with_the_reason() -
         substitute_placeholders({"p": "${n1.city}"}, {"n1": "Paris"})
     with pytest.raises(PlaceholderError, match=r"placeholder \$\{n9\}: node n9 has no result"):
         substitute_placeholders({"p": "see ${n9}"}, {"n1": "x"})
-    with pytest.raises(PlaceholderError, match="no 'x' in the result of n1"):
+    with pytest.raises(PlaceholderError, match=r"^placeholder \$\{n1\.x\}: no 'x' in the result of n1$"):
         substitute_placeholders({"p": "${n1.x}"}, {"n1": ["a"]})
 
 
 def test_nested_params_are_filled_and_other_values_kept() -> None:
     params = {"a": {"b": ["${n1}", 2, None, {"c": "at ${n1}"}]}, "t": True}
     assert substitute_placeholders(params, {"n1": 7}) == {"a": {"b": [7, 2, None, {"c": "at 7"}]}, "t": True}
+    assert has_placeholder(params) and has_placeholder(["x", {"k": "${n1.a}"}]) and not has_placeholder({"k": "$n1"})
+
+
+def test_a_result_json_cannot_write_is_put_into_text_as_its_text() -> None:
+    when = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
+    out = substitute_placeholders({"q": "events ${n1}"}, {"n1": {"at": when, "tags": {"a"}}})
+    assert out == {"q": 'events {"at": "2026-01-02 03:04:00+00:00", "tags": "{\'a\'}"}'}
