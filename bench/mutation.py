@@ -74,11 +74,12 @@ GROUPS: dict[str, Group] = {
     "coercion": Group(
         modules=("src/saber/tools/coerce.py",),
         tests=("tests/unit/tools/test_tool_coerce_strict.py", "tests/unit/tools/test_tool_decorator.py",
-               "tests/unit/tools/test_tool_json_schema.py"),
+               "tests/unit/tools/test_tool_json_schema.py", "tests/unit/tools/test_tool_coerce_properties.py"),
     ),
     "plan-validation": Group(
         modules=("src/saber/planner/validate.py",),
-        tests=("tests/unit/planner/test_planner_parse.py", "tests/unit/planner/test_planner_hardening.py"),
+        tests=("tests/unit/planner/test_planner_parse.py", "tests/unit/planner/test_planner_hardening.py",
+               "tests/unit/planner/test_planner_validate.py"),
     ),
     "placeholders": Group(
         modules=("src/saber/graph/placeholders.py",),
