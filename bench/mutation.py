@@ -54,7 +54,7 @@ GROUPS: dict[str, Group] = {
     ),
     "approvals": Group(
         modules=("src/saber/approvals/broker.py", "src/saber/approvals/store.py"),
-        tests=("tests/integration/approvals/test_approvals.py",),
+        tests=("tests/integration/approvals/test_approvals.py", "tests/integration/approvals/test_approval_broker.py"),
     ),
     "files": Group(
         modules=("src/saber/tools/system/files.py", "src/saber/tools/system/safe_open.py",
@@ -92,7 +92,7 @@ GROUPS: dict[str, Group] = {
     ),
     "sse": Group(
         modules=("src/saber/server/sse.py",),
-        tests=("tests/integration/server/test_server_stream.py",),
+        tests=("tests/unit/core/test_sse_resume.py", "tests/integration/server/test_server_tasks.py"),
     ),
 }
 
