@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from saber.tools import Tool, ToolArgumentError
-from saber.tools.coerce import lossy_conversions, unknown_keys
+from saber.tools.coerce import SchemaErrors, coerce_arguments, lossy_conversions, unknown_keys
 
 
 def echo(args: dict[str, Any]) -> dict[str, Any]:
@@ -190,3 +191,96 @@ def test_lossy_conversions_and_unknown_keys_are_reported_by_name() -> None:
 def test_a_long_value_is_shown_cut_in_the_message() -> None:
     message = refused(INT, {"n": "x" * 100})
     assert message == f'n: expected integer, got "{"x" * 36}...' and not math.isnan(len(message))
+
+
+def test_no_arguments_are_an_empty_object_and_a_non_object_is_refused_as_arguments() -> None:
+    assert coerce_arguments({"type": "object", "properties": {}}, None) == {}
+    with pytest.raises(SchemaErrors) as caught:
+        coerce_arguments({}, [1, 2])
+    assert caught.value.errors == ["arguments: expected an object, got [1, 2]"]
+    with pytest.raises(SchemaErrors) as caught:
+        coerce_arguments({"type": "object"}, "text")
+    assert caught.value.errors == ['arguments: expected object, got "text"']
+
+
+def test_a_value_json_cannot_write_is_still_shown_in_the_message() -> None:
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+    assert refused(INT, {"n": when}) == 'n: expected integer, got "2026-01-02 00:00:00+00:00"'
+
+
+def test_values_up_to_forty_characters_are_shown_whole() -> None:
+    assert refused(INT, {"n": "y" * 38}) == f'n: expected integer, got "{"y" * 38}"'
+    assert refused(INT, {"n": "y" * 39}) == f'n: expected integer, got "{"y" * 36}...'
+
+
+def test_refs_follow_chains_survive_cycles_and_bad_targets() -> None:
+    defs = {f"D{i}": {"$ref": f"#/$defs/D{i + 1}"} for i in range(31)} | {"D31": {"type": "integer"}}
+    deep = Tool.from_json_schema("t", "", {"type": "object", "$defs": defs, "properties": {"n": {"$ref": "#/$defs/D0"}}}, echo)
+    assert deep.validate({"n": "7"}) == {"n": 7} and refused(deep, {"n": "x"}).startswith("n: expected integer")
+    loop = Tool.from_json_schema("t", "", {"type": "object", "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
+                                           "properties": {"a": {"$ref": "#/$defs/A"}}}, echo)
+    assert loop.validate({"a": 1}) == {"a": 1}  # a cycle ends; nothing is known of the value
+    odd = Tool.from_json_schema("t", "", {"type": "object", "$defs": {"S": {"type": "string"}},
+                                          "properties": {"a": {"$ref": "#/$defs/S/type/x"}, "b": {"$ref": "#/$defs/None"}}},
+                                echo)
+    assert odd.validate({"a": 1, "b": [2]}) == {"a": 1, "b": [2]}
+
+
+def test_keys_beside_a_ref_apply_too() -> None:
+    t = Tool.from_json_schema("t", "", {"type": "object", "$defs": {"Unit": {"enum": ["c", "f"]}},
+                                        "properties": {"unit": {"$ref": "#/$defs/Unit", "default": "c"}}}, echo)
+    assert t.validate({}) == {"unit": "c"} and refused(t, {"unit": "k"}) == 'unit: must be one of "c", "f"; got "k"'
+
+
+def test_a_union_error_names_the_nested_field_and_options_may_be_refs() -> None:
+    t = Tool.from_json_schema("t", "", {"type": "object", "$defs": {"Int": {"type": "integer"}}, "properties": {
+        "trip": {"type": "object", "properties": {"max days": {"anyOf": [{"$ref": "#/$defs/Int"}, {"type": "null"}]}}}}}, echo)
+    assert t.validate({"trip": {"max days": "4"}}) == {"trip": {"max days": 4}}
+    assert refused(t, {"trip": {"max days": "a: b"}}) == (
+        'trip.max days: does not match any allowed form (expected integer, got "a: b")')
+
+
+def test_a_list_of_types_keeps_a_value_of_one_of_them_whatever_their_order() -> None:
+    for types in (["integer", "string"], ["string", "integer"]):
+        t = tool({"v": {"type": types}})
+        assert t.validate({"v": "3"}) == {"v": "3"} and t.validate({"v": 3}) == {"v": 3}
+    assert refused(tool({"v": {"type": ["integer", "null"]}}), {"v": "x"}) == 'v: expected integer or null, got "x"'
+
+
+def test_nested_unknown_fields_are_named_with_their_path() -> None:
+    t = tool({"outer": {"type": "object", "properties": {"city": {"type": "string"}}, "additionalProperties": False},
+              "extra": {"type": "object", "additionalProperties": {"type": "integer"}}})
+    assert refused(t, {"outer": {"cty": "x"}}) == "outer.cty: unknown field (did you mean 'city'?)"
+    assert refused(t, {"extra": {"k": "x"}}) == 'extra.k: expected integer, got "x"'
+
+
+def test_a_nested_default_is_copied_for_each_call() -> None:
+    t = tool({"opts": {"type": "object", "default": {"tags": ["a"]}}})
+    first = t.validate({})
+    first["opts"]["tags"].append("b")
+    assert t.validate({}) == {"opts": {"tags": ["a"]}}
+
+
+def test_array_bounds_are_inclusive_and_items_without_a_schema_are_kept() -> None:
+    t = tool({"a": {"type": "array", "minItems": 1, "maxItems": 2}})
+    assert t.validate({"a": [1]}) == {"a": [1]} and t.validate({"a": [1, "x"]}) == {"a": [1, "x"]}
+
+
+def test_an_enum_matches_numbers_by_value_and_skips_a_boolean_option_for_text() -> None:
+    t = tool({"r": {"enum": [1.5, 2.0]}, "flag": {"enum": [True, "auto"]}})
+    assert t.validate({"r": 2, "flag": "AUTO"}) == {"r": 2, "flag": "auto"}
+
+
+def test_lossy_conversions_are_only_the_lossy_ones() -> None:
+    schema = {"properties": {"b": {"type": "boolean"}, "x": {"type": "number"}, "m": {"type": ["integer", "null"]}}}
+    assert lossy_conversions(schema, {"b": True, "x": 2.5}) == [] and lossy_conversions(schema, {"b": "false"}) == []
+    assert lossy_conversions(schema, {"x": True, "m": False}) == ["x: expected number, got true",
+                                                                  "m: expected integer or null, got false"]
+    assert lossy_conversions({"properties": "bad"}, {"a": 1}) == []
+    assert unknown_keys({"type": "object"}, {"a": 1}) == ["a"]
+
+
+def test_an_object_field_refuses_what_is_neither_an_object_nor_its_json() -> None:
+    t = tool({"o": {"type": "object"}, "x": {"type": "number"}})
+    assert refused(t, {"o": 5}) == "o: expected object, got 5"
+    assert t.validate({"x": "0." + "1" * 62}) == {"x": float("0." + "1" * 62)}  # 64 characters
