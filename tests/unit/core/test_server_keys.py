@@ -22,11 +22,12 @@ RING = KeyRing({hash_key(ALICE): "alice", hash_key(BOB).upper().replace("SHA256:
 
 
 def gate(headers: list[tuple[str, str]], *, path: str = "/tasks", keys: KeyRing = RING,
-         kind: str = "http") -> tuple[int, dict[str, Any], dict[str, str], dict[str, Any]]:
+         kind: str = "http", state: bool = True) -> tuple[int, dict[str, Any], dict[str, str], dict[str, Any]]:
     """Status, JSON body (empty when the app answered), response headers, and the request state the app saw."""
     seen: dict[str, Any] = {}
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:
+    async def app(app_scope: Any, app_receive: Any, app_send: Any) -> None:
+        assert app_scope is scope and app_receive is receive and app_send is send  # the request, untouched
         seen.update(scope.get("state", {}), reached=True)
         if kind == "http":
             await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -40,8 +41,10 @@ def gate(headers: list[tuple[str, str]], *, path: str = "/tasks", keys: KeyRing 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": kind, "method": "POST", "path": path, "state": {"request_id": "r7"},
-             "headers": [(k.lower().encode(), v.encode("latin-1")) for k, v in headers]}
+    scope: dict[str, Any] = {"type": kind, "method": "POST", "path": path,
+                             "headers": [(k.lower().encode(), v.encode("latin-1")) for k, v in headers]}
+    if state:
+        scope["state"] = {"request_id": "r7"}
     asyncio.run(KeyGate(app, keys=keys)(scope, receive, send))
     start = next((m for m in sent if m["type"] == "http.response.start"), {"status": 0, "headers": []})
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
@@ -68,6 +71,14 @@ def test_a_wrong_key_is_refused(key: str) -> None:
     status, body, head, seen = gate([("Authorization", f"Bearer {key}")])
     assert status == 401 and not seen and body["error"]["message"] == "invalid API key"
     assert head["www-authenticate"] == "Bearer"
+
+
+def test_a_request_that_has_no_id_yet_is_answered_and_its_user_recorded() -> None:
+    assert gate([], state=False)[1] == {"error": {"code": "unauthorized", "message": "missing API key: send "
+                                                  "'Authorization: Bearer <key>'"}, "request_id": ""}
+    assert gate([("Authorization", "Bearer x"), ("Authorization", "Bearer y")], state=False)[1]["request_id"] == ""
+    assert gate([("Authorization", f"Bearer {ALICE}")], state=False)[3] == {"user_id": "alice", "key_user": "alice",
+                                                                           "reached": True}
 
 
 def test_two_authorization_headers_are_refused_whichever_is_valid() -> None:
@@ -104,7 +115,7 @@ def test_new_keys_are_long_random_and_hash_to_what_the_settings_hold() -> None:
 
 def test_keys_from_settings_and_a_keys_file_are_merged(tmp_path: Path) -> None:
     keys_file = tmp_path / "keys"
-    keys_file.write_text(f"# team keys\n\n  bob {hash_key(BOB)}  # Bob's laptop\n", encoding="utf-8")
+    keys_file.write_text(f"# team keys\n\n  bob {hash_key(BOB)}  # Bob's laptop # since May\n", encoding="utf-8")
     settings = Settings(server_api_keys={hash_key(ALICE).upper().replace("SHA256", "sha256"): " alice "},
                         server_keys_file=keys_file)
     ring = KeyRing.from_settings(settings)
@@ -130,34 +141,41 @@ def test_a_key_written_in_place_of_its_hash_is_refused_without_showing_it_whole(
     secret = "sk-saber-" + "x" * 40
     with pytest.raises(ConfigError) as caught:
         KeyRing.from_settings(Settings(server_api_keys={secret: "alice"}))
-    assert "server.api_keys" in str(caught.value) and "never the key itself" in str(caught.value)
-    assert secret not in str(caught.value)
+    assert str(caught.value) == (f"server.api_keys: {secret[:20]!r} is not a key hash: write 'sha256:<64 hex digits>' "
+                                 "(saber serve --new-key USER prints one), never the key itself")
 
 
 def test_a_blank_user_or_an_unreadable_keys_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="server.api_keys: the user id must be a non-empty string"):
         KeyRing.from_settings(Settings(server_api_keys={hash_key(ALICE): "  "}))
-    with pytest.raises(ConfigError, match="cannot read the keys file"):
+    with pytest.raises(ConfigError) as caught:
         read_keys_file(tmp_path / "missing")
+    assert str(caught.value) == f"{tmp_path / 'missing'}: cannot read the keys file: No such file or directory"
 
 
 def _request(keys: KeyRing, key_user: str | None) -> Request:
-    state = {"key_user": key_user} if key_user else {}
+    """A request as a route sees it; one the key gate passed has the key's user in its state."""
     app = SimpleNamespace(state=SimpleNamespace(keys=keys))
-    return Request({"type": "http", "app": app, "state": state, "headers": [], "method": "GET", "path": "/"})
+    scope = {"type": "http", "app": app, "headers": [], "method": "GET", "path": "/"}
+    if key_user:
+        scope["state"] = {"key_user": key_user}
+    return Request(scope)
 
 
 def test_with_a_key_the_key_decides_the_user_and_naming_another_is_forbidden() -> None:
     assert caller(_request(RING, "alice")) == "alice" and caller(_request(RING, "alice"), "alice") == "alice"
     with pytest.raises(ApiError) as caught:
         caller(_request(RING, "alice"), "bob")
-    assert caught.value.status == 403 and "the key decides the user" in str(caught.value.message)
+    assert (caught.value.status, caught.value.code) == (403, "forbidden")
+    assert caught.value.message == "user_id cannot be chosen with an API key: the key decides the user"
 
 
 def test_a_route_reached_without_a_key_on_a_server_with_keys_is_refused() -> None:
     with pytest.raises(ApiError) as caught:
         caller(_request(RING, None))
     assert caught.value.status == 401 and caught.value.headers == {"WWW-Authenticate": "Bearer"}
+    assert caught.value.code == "unauthorized"
+    assert caught.value.message == "missing API key: send 'Authorization: Bearer <key>'"
 
 
 def test_without_keys_a_request_acts_for_the_user_it_names_checked_as_the_agent_checks_it() -> None:
@@ -166,4 +184,5 @@ def test_without_keys_a_request_acts_for_the_user_it_names_checked_as_the_agent_
     assert caller(request, "carol") == "carol" and request.scope["state"]["user_id"] == "carol"
     with pytest.raises(ApiError) as caught:
         caller(request, " carol")
-    assert caught.value.status == 422 and "must not start or end with spaces" in str(caught.value.message)
+    assert (caught.value.status, caught.value.code) == (422, "invalid_request")
+    assert "must not start or end with spaces" in caught.value.message
