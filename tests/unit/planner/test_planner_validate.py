@@ -225,3 +225,99 @@ def test_a_sub_agent_goal_naming_a_node_waits_for_it_and_keeps_its_words() -> No
     nodes, _, _ = check([{"id": "n1", "tool": "search_web", "params": {"query": "x"}},
                          {"id": "n2", "agent": "research_agent", "goal": "根据 $n1 写报告"}])
     assert nodes["n2"].goal == "根据 $n1 写报告" and nodes["n2"].depends_on == ["n1"]
+
+
+def test_race_groups_written_by_the_model_reach_the_graph() -> None:
+    nodes, _, _ = check([{"id": "n1", "tool": "search_web", "params": {"query": "a"}, "race_group": " fast "},
+                         {"id": "n2", "tool": "search_web", "params": {"query": "b"}, "race_group": "fast"}])
+    assert nodes["n1"].race_group == "fast" and nodes["n2"].race_group == "fast"
+
+
+def test_type_decides_between_a_tool_and_an_agent_named_in_one_node() -> None:
+    both = {"tool": "search_web", "agent": "research_agent", "params": {"query": "q"}, "goal": "g"}
+    nodes, _, _ = check([{"id": "n1", "type": "sub_agent", **both}, {"id": "n2", **both}])
+    assert nodes["n1"].type == "sub_agent" and nodes["n1"].agent == "research_agent"
+    assert nodes["n2"].type == "tool" and nodes["n2"].tool == "search_web"
+    out = validate_nodes([{"id": "n1", "agent": "ghost", "goal": "g"}], TOOLS, agents={"a1": "x", "a2": "y"})
+    assert out.dropped["n1"] == "unknown agent 'ghost' (known: a1, a2)"
+
+
+def test_a_tool_node_has_no_goal_unless_written() -> None:
+    nodes, _, _ = check([{"id": "n1", "tool": "search_web", "params": {"query": "q"}}])
+    assert nodes["n1"].goal == ""
+
+
+def test_a_required_placeholder_field_does_not_stop_its_siblings_being_coerced() -> None:
+    tools = {"src": TOOLS["search_web"],
+             "calc": Tool.from_json_schema("calc", "C", {"properties": {"n": {"type": "integer"}, "m": {"type": "integer"},
+                                                                         "unit": {"enum": ["c"]}},
+                                                          "required": ["n", "unit"], "additionalProperties": False}, _noop)}
+    out = validate_nodes([{"id": "n1", "tool": "src", "params": {"query": "q"}},
+                          {"id": "n2", "tool": "calc", "params": {"n": "$n1", "unit": "{{n1}}", "m": "2"}}], tools)
+    assert {n.id: n.params for n in out.nodes}["n2"] == {"n": "${n1}", "unit": "${n1}", "m": 2}
+
+
+def test_drops_cascade_whatever_the_order_the_nodes_were_written_in() -> None:
+    nodes, _, dropped = check([{"id": "n1", "tool": "fly"},
+                               {"id": "n3", "tool": "search_web", "params": {"query": "$n2 and $n4"}},
+                               {"id": "n2", "tool": "search_web", "params": {"query": "$n1"}},
+                               {"id": "n4", "tool": "nope"}])
+    assert nodes == {} and dropped["n2"] == "its params use the result of n1, which was dropped"
+    assert dropped["n3"] in ("its params use the result of n2, n4, which was dropped",
+                             "its params use the result of n4, which was dropped")
+    _, _, two = check([{"id": "n1", "tool": "fly"}, {"id": "n4", "tool": "nope"},
+                       {"id": "n3", "tool": "search_web", "params": {"query": "$n1 and $n4"}}])
+    assert two["n3"] == "its params use the result of n1, n4, which was dropped"
+
+
+def test_a_cycle_closed_by_a_plain_dependency_keeps_the_placeholder_edge() -> None:
+    nodes, warnings, dropped = check([
+        {"id": "n1", "tool": "search_web", "params": {"query": "about $n2"}},
+        {"id": "n2", "tool": "search_web", "params": {"query": "b"}, "depends_on": ["n1"]},
+    ])
+    assert not dropped and nodes["n1"].depends_on == ["n2"] and nodes["n2"].depends_on == []
+    assert "cycle n2 -> n1 -> n2: removed the dependency of n2 on n1" in warnings or any(
+        "removed the dependency of n2 on n1" in w for w in warnings)
+
+
+def test_a_cycle_of_plain_dependencies_is_broken_at_the_edge_pointing_forward() -> None:
+    nodes, warnings, _ = check([
+        {"id": "n1", "tool": "search_web", "params": {"query": "a"}, "depends_on": ["n3"]},
+        {"id": "n2", "tool": "search_web", "params": {"query": "b"}, "depends_on": ["n1"]},
+        {"id": "n3", "tool": "search_web", "params": {"query": "c"}, "depends_on": ["n2"]},
+    ])
+    assert nodes["n1"].depends_on == [] and nodes["n2"].depends_on == ["n1"] and nodes["n3"].depends_on == ["n2"]
+    assert sum("removed the dependency of n1 on n3" in w for w in warnings) == 1
+
+
+def test_new_nodes_may_use_and_wait_for_an_existing_node_and_never_for_themselves() -> None:
+    existing = {"n1": Node(id="n1", tool="search_web", params={"query": "a"})}
+    out = validate_nodes([{"id": "n2", "tool": "search_web", "params": {"query": "${n1} then $n2"}},
+                          {"id": "n3", "tool": "search_web", "params": {"query": "x"}, "depends_on": ["n1", 1]}],
+                         TOOLS, existing=existing)
+    nodes = {n.id: n for n in out.nodes}
+    assert nodes["n2"].depends_on == ["n1"] and nodes["n2"].params == {"query": "${n1} then $n2"}
+    assert nodes["n3"].depends_on == ["n1"]
+
+
+def test_nodes_after_a_repeated_one_are_kept_and_a_whole_plan_warns_of_no_missing_ids() -> None:
+    again = {"id": "n1", "tool": "search_web", "params": {"query": "a"}}
+    out = validate_nodes([again, dict(again), {"tool": "search_web", "params": {"query": "b"}}], TOOLS)
+    assert [n.id for n in out.nodes] == ["n1", "n2"] and not any("for now" in w for w in out.warnings)
+
+
+def test_every_bad_argument_is_in_the_reason() -> None:
+    _, _, dropped = check([{"id": "n1", "tool": "get_weather", "params": {"city": "x", "days": "many", "unit": "k"}}])
+    assert dropped["n1"] == ('get_weather: days: expected integer, got "many"; '
+                             'unit: must be one of "c", "f"; got "k"')
+
+
+def test_ids_are_kept_as_written_apart_from_their_decoration() -> None:
+    assert norm_id("X2") == "X2" and norm_id("{X}") == "X" and norm_id("$Xn") == "Xn"
+
+
+def test_the_two_nodes_of_a_placeholder_cycle_are_dropped_each_with_its_reason() -> None:
+    _, _, dropped = check([{"id": "n1", "tool": "search_web", "params": {"query": "$n2"}},
+                           {"id": "n2", "tool": "search_web", "params": {"query": "$n1"}}])
+    assert dropped == {"n1": "its params need the result of n2, which depends on it (a cycle)",
+                       "n2": "its params use the result of n1, which was dropped"}
