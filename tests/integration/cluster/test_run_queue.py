@@ -186,3 +186,16 @@ def test_a_queued_duplicate_is_named_and_the_cap_counts_only_open_requests(queue
     assert queue.cancel_waiting("x0") and queue.cancel_waiting("x0") is False
     add(queue, "x9", "alice")  # a cancelled request no longer counts
     assert queue.depth() == 6
+
+
+def test_a_user_at_the_limit_does_not_hold_up_the_next_user(queue: RunQueue) -> None:
+    queue.max_running_per_user = 1
+    for task in ("a0", "a1", "a2"):
+        add(queue, task, "alice")
+    add(queue, "b0", "bob")
+    assert queue.claim("w1").task_id == "a0"  # type: ignore[union-attr]
+    assert queue.claim("w1").task_id == "b0", "alice's queued runs wait; bob's goes"  # type: ignore[union-attr]
+    assert queue.claim("w1") is None
+    row = queue.get("a1")
+    assert row is not None and (row["task_id"], row["user_id"], row["kind"], row["status"]) == ("a1", "alice", "chat", "queued")
+    assert row["enqueued_at"] > 0 and row["worker"] is None and row["attempts"] == 0
