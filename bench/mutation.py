@@ -56,10 +56,13 @@ GROUPS: dict[str, Group] = {
         modules=("src/saber/approvals/broker.py", "src/saber/approvals/store.py"),
         tests=("tests/integration/approvals/test_approvals.py", "tests/integration/approvals/test_approval_broker.py"),
     ),
+    "workspace": Group(
+        modules=("src/saber/tools/system/workspace.py",),
+        tests=("tests/integration/system/test_workspace_paths.py", "tests/integration/system/test_file_tools.py"),
+    ),
     "files": Group(
-        modules=("src/saber/tools/system/files.py", "src/saber/tools/system/safe_open.py",
-                 "src/saber/tools/system/workspace.py"),
-        tests=("tests/integration/system/test_file_tools.py",),
+        modules=("src/saber/tools/system/files.py", "src/saber/tools/system/safe_open.py"),
+        tests=("tests/integration/system/test_file_tools.py", "tests/integration/system/test_workspace_paths.py"),
     ),
     "exec": Group(
         modules=("src/saber/tools/system/commands.py", "src/saber/tools/system/allowlist.py",
