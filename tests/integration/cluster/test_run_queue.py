@@ -98,7 +98,7 @@ def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> Non
 def test_the_queue_refuses_sqlite(tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = open_database(tmp_path / "s.db")
     try:
-        with pytest.raises(ValueError, match="needs PostgreSQL"):
+        with pytest.raises(ValueError, match=r"^the run queue needs PostgreSQL \(database_url\): the SQLite default runs requests in-process$"):
             RunQueue(db, lease_seconds=1, max_running_per_user=1)
     finally:
         db.close()
@@ -128,7 +128,7 @@ def test_a_task_id_queued_meanwhile_is_a_duplicate_not_a_database_error(queue: R
             time.sleep(0.02)
         first.commit()
         thread.join(30)
-    assert isinstance(outcome[0], DuplicateTask) and "already queued" in str(outcome[0]), outcome
+    assert isinstance(outcome[0], DuplicateTask) and str(outcome[0]) == "task 'same' is already queued", outcome
     assert queue.get("same")["user_id"] == "alice"  # type: ignore[index]
 
 
