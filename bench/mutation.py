@@ -185,7 +185,7 @@ def report(names: list[str], *, show_survivors: bool) -> int:
             score = killed / counted if counted else 1.0
             failing = failing or score < 0.9
             rows.append(f"| {module.removeprefix('src/saber/')} | {len(statuses)} | {killed} | {len(equal)} "
-                        f"| {len(alive)} | {score:.0%} |")
+                        f"| {len(alive)} | {score:.1%} |")
             survivors += [f"  {k} ({statuses[k]})" for k in alive]
             survivors += [f"  {k}: listed as equivalent but killed now (stale)" for k in stale]
             failing = failing or bool(stale)
