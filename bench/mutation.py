@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,8 +145,10 @@ def run_group(name: str, group: Group, *, children: int) -> None:
     (work / "tmp").mkdir()
     mutmut = [sys.executable, "-m", "mutmut"]
     print(f"== {name}: {', '.join(group.modules)}", flush=True)
+    started = time.monotonic()
     subprocess.run([*mutmut, "run", "--max-children", str(children)], cwd=work, env=env, check=False,
                    stdout=subprocess.DEVNULL if not os.environ.get("MUTATION_VERBOSE") else None)
+    print(f"   {name}: {time.monotonic() - started:.0f} s", flush=True)
 
 
 def results(name: str, group: Group) -> dict[str, dict[str, str]]:
