@@ -193,7 +193,8 @@ def test_a_user_at_the_limit_does_not_hold_up_the_next_user(queue: RunQueue) -> 
     for task in ("a0", "a1", "a2"):
         add(queue, task, "alice")
     add(queue, "b0", "bob")
-    assert queue.claim("w1").task_id == "a0"  # type: ignore[union-attr]
+    first = queue.claim("w1")
+    assert first is not None and first.task_id == "a0" and first.trace == "", "no trace context: none made up"
     assert queue.claim("w1").task_id == "b0", "alice's queued runs wait; bob's goes"  # type: ignore[union-attr]
     assert queue.claim("w1") is None
     row = queue.get("a1")
