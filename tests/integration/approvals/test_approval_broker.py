@@ -179,3 +179,52 @@ async def test_a_question_answered_before_the_step_asks_again_is_not_asked_twice
     decision = await step.ask(ApprovalBroker(store, timeout=60))
     assert decision.approved and decision.by == "bob" and decision.reason == "earlier"
     assert [type(e) for e in step.events] == [ApprovalGiven]
+
+
+async def test_an_approval_of_one_step_is_not_one_for_the_task(store: ApprovalStore) -> None:
+    broker = ApprovalBroker(store, timeout=0.3, poll=0.05)
+    waiting = await Step().waiting(broker)
+    await broker.decide("t1", "n1", approve=True, by="alice")
+    assert (await asyncio.wait_for(waiting, 10)).approved
+    step = Step()
+    decision = await asyncio.wait_for(step.ask(broker, node="n2"), 10)
+    assert step.asked.is_set() and not decision.approved and decision.by == "timeout", "the next call asks again"
+
+
+async def test_the_task_wide_answer_is_reported_for_the_step_it_lets_through(store: ApprovalStore) -> None:
+    store.approve_tool_for_task("t1", "rm", user_id="alice", by="alice")
+    step = Step()
+    await step.ask(ApprovalBroker(store), node="n7")
+    (given,) = step.events
+    assert isinstance(given, ApprovalGiven)
+    assert (given.task_id, given.node_id, given.approved, given.by, given.reason) == (
+        "t1", "n7", True, "task", "rm was approved for this task")
+
+
+async def test_pending_questions_through_the_broker_are_filtered_by_task(store: ApprovalStore) -> None:
+    ask(store, "n1")
+    ask(store, "n1", task="t2")
+    broker = ApprovalBroker(store)
+    assert [q.task_id for q in await broker.pending(task_id="t2")] == ["t2"]
+    assert [q.task_id for q in await broker.pending(user_id="alice")] == ["t1", "t2"]
+
+
+def test_a_user_s_gate_asks_the_tool_with_the_call_s_arguments(store: ApprovalStore) -> None:
+    gate = ApprovalBroker(store).for_user("alice")
+    assert gate.reason_for(rm_tool(requires_approval=lambda a: f"deletes {a['p']}"), {"p": "/home"}) == "deletes /home"
+
+
+def test_a_broker_from_settings_keeps_its_questions_in_saber_s_database(tmp_path: Path) -> None:
+    from saber.config import Settings
+
+    broker = ApprovalBroker.from_settings(Settings(home=tmp_path / "home", approval_timeout=7, approval_tools=["rm"]))
+    try:
+        assert broker.timeout == 7 and broker.always_ask == frozenset({"rm"})
+        broker.store.ask(task_id="t1", node_id="n1", user_id="u", tool="rm", params={}, reason="r")
+    finally:
+        broker.close()
+    again = ApprovalBroker.from_settings(Settings(home=tmp_path / "home"))
+    try:
+        assert again.store.get("t1", "n1") is not None, "the question outlives the process that asked it"
+    finally:
+        again.close()
