@@ -27,7 +27,7 @@ def test_no_header_or_an_empty_one_replays_from_the_start() -> None:
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "+1", "1.0", "1e3", "²", "¹", "0x10", "1 2",
-                                   str(MAX_EVENT_ID + 1), "9" * 20, "1" * 5000])
+                                   str(MAX_EVENT_ID + 1), "9" * 20, "0" * 20, "1" * 5000])
 def test_anything_else_is_refused_naming_the_header_and_what_it_takes(value: str) -> None:
     with pytest.raises(ApiError) as caught:
         resume_from(value)
