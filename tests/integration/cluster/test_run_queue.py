@@ -98,7 +98,7 @@ def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> Non
 def test_the_queue_refuses_sqlite(tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = open_database(tmp_path / "s.db")
     try:
-        with pytest.raises(ValueError, match="needs PostgreSQL"):
+        with pytest.raises(ValueError, match=r"^the run queue needs PostgreSQL \(database_url\): the SQLite default runs requests in-process$"):
             RunQueue(db, lease_seconds=1, max_running_per_user=1)
     finally:
         db.close()
@@ -128,7 +128,7 @@ def test_a_task_id_queued_meanwhile_is_a_duplicate_not_a_database_error(queue: R
             time.sleep(0.02)
         first.commit()
         thread.join(30)
-    assert isinstance(outcome[0], DuplicateTask) and "already queued" in str(outcome[0]), outcome
+    assert isinstance(outcome[0], DuplicateTask) and str(outcome[0]) == "task 'same' is already queued", outcome
     assert queue.get("same")["user_id"] == "alice"  # type: ignore[index]
 
 
@@ -144,3 +144,73 @@ def test_a_finished_run_keeps_its_request_redacted(queue: RunQueue) -> None:
     assert row is not None and row["status"] == "done"
     assert row["request"] == {"message": "sign in: my [redacted]", "mode": "react"}
     assert not queue.finish("w1", "s1", "done")  # no longer running: nothing changes
+
+
+def test_a_claim_carries_the_request_as_queued_and_how_long_it_waited(queue: RunQueue) -> None:
+    at = queue.enqueue(task_id="t1", user_id="alice", kind="chat", request={"message": "hi", "n": [1]}, trace="00-ab-cd-01")
+    assert queue.statuses(["t1", "nope"]) == {"t1": "queued"} and queue.statuses([]) == {}
+    claim = queue.claim("w1")
+    assert claim is not None and claim.request == {"message": "hi", "n": [1]} and claim.kind == "chat"
+    assert claim.user_id == "alice" and claim.trace == "00-ab-cd-01" and claim.enqueued_at == at and claim.waited >= 0
+    row = queue.get("t1")
+    assert row is not None and row["status"] == "running" and row["worker"] == "w1" and row["attempts"] == 1
+    assert row["request"] == {"message": "hi", "n": [1]} and queue.get("nope") is None
+    assert queue.statuses(["t1"]) == {"t1": "running"} and queue.depth() == 0
+
+
+def test_a_live_lease_is_never_stolen_nor_cancelled_by_another_worker(queue: RunQueue) -> None:
+    add(queue, "t1", "alice")
+    assert queue.claim("w1") is not None
+    assert queue.claim("w2") is None, "a run under a live lease is not taken again"
+    assert queue.cancel_waiting("t1") is False, "a run a live worker holds is cancelled through that worker"
+    assert queue.finish("w2", "t1", "done") is False and queue.hand_back("w2", "t1") is False
+    assert queue.renew("w2", ["t1"]) == set() and queue.renew("w1", []) == set()
+    assert queue.get("t1")["status"] == "running"  # type: ignore[index]
+    assert queue.finish("w1", "t1", "cancelled") and queue.get("t1")["status"] == "cancelled"  # type: ignore[index]
+    assert queue.finish("w1", "t1", "done") is False, "a finished run is finished once"
+    assert queue.hand_back("w1", "t1") is False and queue.renew("w1", ["t1"]) == set()
+
+
+def test_a_run_whose_worker_died_can_be_cancelled_and_frees_its_user_s_slot(queue: RunQueue) -> None:
+    queue.lease_seconds = 0.2
+    queue.max_running_per_user = 1
+    add(queue, "t1", "alice")
+    add(queue, "t2", "alice")
+    assert queue.claim("w1").task_id == "t1"  # type: ignore[union-attr]
+    assert queue.claim("w2") is None, "alice's one slot is taken"
+    assert queue.running_by_user() == {"alice": 1}
+    time.sleep(0.3)  # the lease running out is what is tested
+    assert queue.running_by_user() == {}, "a run under an expired lease holds no slot"
+    assert queue.cancel_waiting("t1") and queue.get("t1")["status"] == "cancelled"  # type: ignore[index]
+    assert queue.get("t1")["worker"] is None  # type: ignore[index]
+    assert queue.claim("w2").task_id == "t2"  # type: ignore[union-attr]
+
+
+def test_a_queued_duplicate_is_named_and_the_cap_counts_only_open_requests(queue: RunQueue) -> None:
+    add(queue, "t1", "alice")
+    with pytest.raises(DuplicateTask, match="task 't1' is already queued"):
+        add(queue, "t1", "alice")
+    with pytest.raises(DuplicateTask, match="already queued"):
+        queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})
+    for i in range(4):
+        add(queue, f"x{i}", "alice")
+    with pytest.raises(QueueFull, match=r"^user 'alice' already has 5 request\(s\) queued or running$"):
+        add(queue, "x9", "alice")
+    add(queue, "b1", "bob")  # another user's cap is their own
+    assert queue.cancel_waiting("x0") and queue.cancel_waiting("x0") is False
+    add(queue, "x9", "alice")  # a cancelled request no longer counts
+    assert queue.depth() == 6
+
+
+def test_a_user_at_the_limit_does_not_hold_up_the_next_user(queue: RunQueue) -> None:
+    queue.max_running_per_user = 1
+    for task in ("a0", "a1", "a2"):
+        add(queue, task, "alice")
+    add(queue, "b0", "bob")
+    first = queue.claim("w1")
+    assert first is not None and first.task_id == "a0" and first.trace == "", "no trace context: none made up"
+    assert queue.claim("w1").task_id == "b0", "alice's queued runs wait; bob's goes"  # type: ignore[union-attr]
+    assert queue.claim("w1") is None
+    row = queue.get("a1")
+    assert row is not None and (row["task_id"], row["user_id"], row["kind"], row["status"]) == ("a1", "alice", "chat", "queued")
+    assert row["enqueued_at"] > 0 and row["worker"] is None and row["attempts"] == 0

@@ -88,6 +88,7 @@ def test_reconnect_with_last_event_id_loses_and_repeats_nothing(serve: Callable[
                     break  # the connection drops mid-task
         with client.stream("GET", f"/api/tasks/{task_id}/events", headers={"Last-Event-ID": str(first[-1])}) as r:
             rest = [e for e in read_sse(r)]
+            assert r.headers["x-task-id"] == task_id and r.headers["cache-control"] == "no-store"  # no proxy replays it
         assert rest[-1].event == "done" and rest[-1].data["answer"] == "three steps done"
         seen = first + [e.id or 0 for e in rest]
         with client.stream("GET", f"/api/tasks/{task_id}/events") as r:

@@ -43,10 +43,14 @@ class Workspace:
         if ".." in given.parts:
             raise ToolArgumentError(f"{field}: '..' is not allowed (paths stay inside the workspace): {raw!r}", tool=tool)
         if given.is_absolute():
-            candidates = [r for r in self.roots if _inside(Path(os.path.abspath(given)), r)]
+            # As written, else as resolved: a root configured through a symlink (``~/work`` → a
+            # disk) is named by the model the way the settings name it.
+            joined = Path(os.path.abspath(given))
+            candidates = [r for r in self.roots if _inside(joined, r)] or [
+                r for r in self.roots if _inside(Path(os.path.realpath(joined)), r)]
             if not candidates:
                 raise ToolArgumentError(f"{field}: {raw!r} is outside the workspace ({self.describe()})", tool=tool)
-            root, joined = candidates[0], Path(os.path.abspath(given))
+            root = candidates[0]
         else:
             root, joined = self.roots[0], self.roots[0] / given
         real = Path(os.path.realpath(joined))

@@ -1,0 +1,224 @@
+"""Mutation testing of the modules that guard users and data, and of the core: what no test checks.
+
+    python bench/mutation.py                     # every group below, one after the other
+    python bench/mutation.py auth queue          # only these groups
+    python bench/mutation.py --list              # the groups, their modules and their tests
+    python bench/mutation.py --report            # the table again, from the last runs
+
+Needs the ``mutation`` extra (``pip install -e '.[dev,mutation]'``). For each group, mutmut 3
+(``[tool.mutmut]`` in pyproject.toml holds the settings every group shares) mutates only that
+group's modules and runs only the tests that exercise them: the group's test files, and of those,
+for each mutant, the tests that called the mutated function. Each group runs in a copy of the
+project under ``mutants/<group>/`` (git-ignored), so groups never share mutmut's state.
+
+A mutant is *killed* when a test fails (or hangs: mutmut's timeout), *survived* when every test
+passes. Mutants that change nothing a user could observe are listed with a one-line reason in
+``bench/mutation_equivalent.toml`` and left out of the score; a listed mutant that a test now
+kills, or that no longer exists, is reported as stale so the list cannot rot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "mutants"
+EQUIVALENT = Path(__file__).resolve().parent / "mutation_equivalent.toml"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Group:
+    modules: tuple[str, ...]
+    """Source files to mutate, relative to the repository."""
+    tests: tuple[str, ...]
+    """Test files (one tests/ folder per group: each folder has its own conftest)."""
+
+
+GROUPS: dict[str, Group] = {
+    "auth": Group(
+        modules=("src/saber/server/auth.py",),
+        tests=("tests/unit/core/test_server_keys.py",),
+    ),
+    "hostguard": Group(
+        modules=("src/saber/server/hostguard.py",),
+        tests=("tests/unit/core/test_hostguard.py", "tests/unit/core/test_hostguard_requests.py"),
+    ),
+    "approvals": Group(
+        modules=("src/saber/approvals/broker.py", "src/saber/approvals/store.py"),
+        tests=("tests/integration/approvals/test_approvals.py", "tests/integration/approvals/test_approval_broker.py"),
+    ),
+    "workspace": Group(
+        modules=("src/saber/tools/system/workspace.py",),
+        tests=("tests/integration/system/test_workspace_paths.py", "tests/integration/system/test_file_tools.py"),
+    ),
+    "files": Group(
+        modules=("src/saber/tools/system/files.py", "src/saber/tools/system/safe_open.py"),
+        tests=("tests/integration/system/test_file_tools.py", "tests/integration/system/test_workspace_paths.py"),
+    ),
+    "exec": Group(
+        modules=("src/saber/tools/system/commands.py", "src/saber/tools/system/allowlist.py",
+                 "src/saber/tools/system/sandbox.py"),
+        tests=("tests/integration/system/test_exec_injection.py",
+               "tests/integration/system/test_exec_sandbox.py", "tests/unit/tools/test_exec_allowlist.py"),
+    ),
+    "queue": Group(
+        modules=("src/saber/cluster/queue.py",),
+        tests=("tests/integration/cluster/test_run_queue.py",),
+    ),
+    "coercion": Group(
+        modules=("src/saber/tools/coerce.py",),
+        tests=("tests/unit/tools/test_tool_coerce_strict.py", "tests/unit/tools/test_tool_decorator.py",
+               "tests/unit/tools/test_tool_json_schema.py", "tests/unit/tools/test_tool_coerce_properties.py"),
+    ),
+    "plan-validation": Group(
+        modules=("src/saber/planner/validate.py",),
+        tests=("tests/unit/planner/test_planner_parse.py", "tests/unit/planner/test_planner_hardening.py",
+               "tests/unit/planner/test_planner_validate.py"),
+    ),
+    "placeholders": Group(
+        modules=("src/saber/graph/placeholders.py",),
+        tests=("tests/unit/graph/test_graph_placeholders.py", "tests/unit/graph/test_graph_placeholders_properties.py"),
+    ),
+    "graph": Group(
+        modules=("src/saber/graph/retry.py", "src/saber/graph/races.py", "src/saber/graph/attempts.py",
+                 "src/saber/graph/execute.py", "src/saber/graph/state.py"),
+        tests=("tests/unit/graph",),
+    ),
+    "sse": Group(
+        modules=("src/saber/server/sse.py",),
+        tests=("tests/unit/core/test_sse_resume.py", "tests/integration/server/test_server_tasks.py"),
+    ),
+}
+
+_KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout",
+           255: "timeout", 37: "killed"}
+"""mutmut's exit codes (mutmut/stats.py): a failing test, a hang, a type-check failure all catch it."""
+
+
+def equivalent() -> dict[str, str]:
+    """Mutant name → why it cannot change anything observable (bench/mutation_equivalent.toml)."""
+    if not EQUIVALENT.exists():
+        return {}
+    data = tomllib.loads(EQUIVALENT.read_text("utf-8"))
+    return {name: str(reason) for name, reason in data.get("equivalent", {}).items()}
+
+
+def _workdir(name: str, group: Group) -> Path:
+    """A fresh copy of the project for one group, its pyproject narrowed to the group."""
+    work = WORK / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copytree(ROOT / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    text = (ROOT / "pyproject.toml").read_text("utf-8")
+    table = "\n".join([
+        "[tool.mutmut]",
+        'source_paths = ["src/"]',
+        f"only_mutate = {json.dumps(list(group.modules))}",
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]',
+        f"pytest_add_cli_args_test_selection = {json.dumps(list(group.tests))}",
+        "",
+    ])
+    text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", text) + "\n" + table
+    (work / "pyproject.toml").write_text(text, "utf-8")
+    return work
+
+
+def run_group(name: str, group: Group, *, children: int) -> None:
+    work = _workdir(name, group)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("SABER_")}
+    # Subprocesses (`python -m saber`) import the mutants too. The folder must exist before mutmut
+    # starts: Python remembers a missing sys.path entry and would import the unmutated install.
+    (work / "mutants" / "src").mkdir(parents=True)
+    env["PYTHONPATH"] = str(work / "mutants" / "src")
+    env["PYTEST_DEBUG_TEMPROOT"] = str(work / "tmp")
+    (work / "tmp").mkdir()
+    mutmut = [sys.executable, "-m", "mutmut"]
+    print(f"== {name}: {', '.join(group.modules)}", flush=True)
+    started = time.monotonic()
+    subprocess.run([*mutmut, "run", "--max-children", str(children)], cwd=work, env=env, check=False,
+                   stdout=subprocess.DEVNULL if not os.environ.get("MUTATION_VERBOSE") else None)
+    print(f"   {name}: {time.monotonic() - started:.0f} s", flush=True)
+
+
+def results(name: str, group: Group) -> dict[str, dict[str, str]]:
+    """Module → {mutant name: status} of a group's last run."""
+    out: dict[str, dict[str, str]] = {}
+    for module in group.modules:
+        meta = WORK / name / "mutants" / (module + ".meta")
+        codes = json.loads(meta.read_text("utf-8"))["exit_code_by_key"] if meta.exists() else {}
+        out[module] = {key: _status(code) for key, code in codes.items()}
+    return out
+
+
+def _status(code: int | None) -> str:
+    if code in _KILLED:
+        return "killed"
+    return {0: "survived", 5: "no tests", 33: "no tests", None: "not checked"}.get(code, "suspicious")
+
+
+def report(names: list[str], *, show_survivors: bool) -> int:
+    """Print the table; the exit status is 1 when a module is under 90 % or the equivalent list is stale."""
+    known = equivalent()
+    seen: set[str] = set()
+    rows = ["| module | mutants | killed | equivalent | survived | score |", "|---|---|---|---|---|---|"]
+    failing = False
+    survivors: list[str] = []
+    for name in names:
+        for module, statuses in results(name, GROUPS[name]).items():
+            if not statuses:
+                rows.append(f"| {module.removeprefix('src/saber/')} | not run | | | | |")
+                continue
+            killed = sum(1 for s in statuses.values() if s == "killed")
+            equal = [k for k, s in statuses.items() if k in known and s != "killed"]
+            seen.update(k for k in statuses if k in known)
+            stale = [k for k, s in statuses.items() if k in known and s == "killed"]
+            alive = [k for k, s in statuses.items() if s != "killed" and k not in known]
+            counted = len(statuses) - len(equal)
+            score = killed / counted if counted else 1.0
+            failing = failing or score < 0.9
+            rows.append(f"| {module.removeprefix('src/saber/')} | {len(statuses)} | {killed} | {len(equal)} "
+                        f"| {len(alive)} | {score:.1%} |")
+            survivors += [f"  {k} ({statuses[k]})" for k in alive]
+            survivors += [f"  {k}: listed as equivalent but killed now (stale)" for k in stale]
+            failing = failing or bool(stale)
+    print("\n".join(rows))
+    if show_survivors and survivors:
+        print("\nnot killed (see them with: cd mutants/<group> && mutmut show NAME):")
+        print("\n".join(survivors))
+    return 1 if failing else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("groups", nargs="*", help=f"groups to run (default all): {', '.join(GROUPS)}")
+    parser.add_argument("--list", action="store_true", help="print the groups and exit")
+    parser.add_argument("--report", action="store_true", help="print the table of the last runs, run nothing")
+    parser.add_argument("--children", type=int, default=2, help="parallel mutmut workers (default 2)")
+    args = parser.parse_args()
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        parser.error(f"unknown group(s) {', '.join(unknown)}; the groups are {', '.join(GROUPS)}")
+    names = args.groups or list(GROUPS)
+    if args.list:
+        for name in names:
+            print(f"{name}: {' '.join(GROUPS[name].modules)}\n    tests: {' '.join(GROUPS[name].tests)}")
+        return 0
+    if not args.report:
+        for name in names:
+            run_group(name, GROUPS[name], children=args.children)
+    return report(names, show_survivors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
