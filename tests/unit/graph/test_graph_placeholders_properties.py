@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from saber.graph.placeholders import (
@@ -38,6 +38,7 @@ def test_a_value_that_is_only_a_placeholder_becomes_the_result_itself(node: str,
 @given(node_ids, st.text(max_size=20), plain_text, plain_text)
 def test_a_placeholder_inside_text_is_replaced_by_the_result_text(node: str, result: str, before: str,
                                                                   after: str) -> None:
+    assume((before + after).strip())  # only whitespace around it: the value is the placeholder alone (above)
     out = substitute_placeholders({"q": f"{before}${{{node}}}{after}"}, {node: result})
     assert out == {"q": f"{before}{result}{after}"}
 

@@ -50,7 +50,7 @@ raw_nodes = st.fixed_dictionaries({
 @settings(max_examples=150, deadline=None)
 @given(st.lists(raw_nodes, max_size=6))
 def test_whatever_a_model_writes_the_kept_nodes_form_a_graph_that_runs(raw: list[dict[str, Any]]) -> None:
-    out = validate_nodes(raw, TOOLS, agents=AGENTS, placeholders=True, whole=False)
+    out = validate_nodes(raw, TOOLS, agents=AGENTS, placeholders=True)
     kept = [n.id for n in out.nodes]
     assert len(kept) == len(set(kept))
     TaskGraph(out.nodes)  # raises on a dangling dependency, a duplicate id or a cycle
