@@ -76,7 +76,7 @@ def test_an_approval_for_the_task_covers_that_tool_in_that_task_only(store: Appr
 def test_params_that_json_cannot_write_are_kept_as_text(store: ApprovalStore) -> None:
     when = datetime(2026, 1, 2, tzinfo=UTC)
     store.ask(task_id="t1", node_id="n1", user_id="u", tool="rm", params={"at": when, "名": "值"}, reason="")
-    assert store.get("t1", "n1").params == {"at": str(when), "名": "值"}  # type: ignore[union-attr]
+    assert store.get("t1", "n1").params == {"at": when.isoformat(), "名": "值"}  # type: ignore[union-attr]
 
 
 def rm_tool(**kwargs: Any) -> Tool:
