@@ -455,6 +455,8 @@ class Settings(BaseModel):
                 raw = value.get_secret_value()
                 value = f"{raw[:3]}…{raw[-4:]}" if len(raw) > 12 else "***"
             elif name in ("database_url", "redis_url") and isinstance(value, str):
+                from saber.config.database_url import mask_url
+
                 value = mask_url(value)
             elif isinstance(value, Path):
                 value = str(value)
@@ -462,17 +464,6 @@ class Settings(BaseModel):
                 value = [server.masked() for server in value]
             out[name] = value
         return out
-
-
-def mask_url(url: str) -> str:
-    """Hide the password in ``scheme://user:password@host``."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            creds = creds.split(":", 1)[0] + ":***"
-        return f"{scheme}://{creds}@{host}"
-    return url
 
 
 _ENV_SHAPES = {name: _env_shape(field.annotation) for name, field in Settings.model_fields.items()}

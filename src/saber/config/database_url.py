@@ -7,13 +7,15 @@ POSTGRES_SCHEMES = ("postgres", "postgresql", "postgresql+psycopg")
 
 
 def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    from sqlalchemy import exc, make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except exc.ArgumentError:
-        return url.split("@")[-1]
+    """The URL with any password replaced by ``***`` (``scheme://user:password@host``; the last
+    ``@`` ends the credentials, so a password with an unescaped ``@`` is hidden whole)."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        if ":" in creds:
+            creds = creds.split(":", 1)[0] + ":***"
+        return f"{scheme}://{creds}@{host}"
+    return url
 
 
 def postgres_url_problem(url: str) -> str | None:
