@@ -51,7 +51,7 @@ def test_an_absolute_path_is_taken_in_the_root_that_holds_it_and_refused_outside
     ws = Workspace([tmp_path / "a", tmp_path / "b"])
     inside = ws.locate(str(ws.roots[1].joinpath(*parts)))
     assert inside.root == ws.roots[1] and inside.shown == "/".join(parts)
-    for outside in (tmp_path.joinpath(*parts), tmp_path / ("a-evil/" + "/".join(parts)), Path("/etc/passwd")):
+    for outside in (tmp_path.joinpath("elsewhere", *parts), tmp_path / ("a-evil/" + "/".join(parts)), Path("/etc/passwd")):
         message = refused(ws, str(outside))
         assert message == f"file: {str(outside)!r} is outside the workspace ({ws.roots[0]}, {ws.roots[1]})"
 
