@@ -226,6 +226,7 @@ class GraphRuntime:
             with emitting_to(self._exec.tool_events):
                 await self._schedule()
         except asyncio.CancelledError:  # the caller cancelled us: leave a clean, saved state behind
+            self._phase = "finished"
             self._cancelled = True
             await finish_anyway(self._end_cancelled())
             raise
@@ -234,9 +235,17 @@ class GraphRuntime:
             self._cancelled = True
             self._stopped = f"internal error in the scheduler: {exc!r}"
             await self._emit(Error(message=f"{self._stopped}; the run stopped", where="runtime"))
-        finally:
+        except BaseException:
             self._phase = "finished"
-            await self._stop_lease()  # also when a bug escapes the loop: no heartbeat left behind
+            await self._stop_lease()  # no heartbeat left behind
+            raise
+        self._phase = "finished"
+        # A cancel of the caller's task that lands while the run winds up (say, after cancel()
+        # while the cancelled nodes are saved) must not leave the task saying "running".
+        return await finish_anyway(self._wind_up(started))
+
+    async def _wind_up(self, started: float) -> RunResult:
+        await self._stop_lease()
         if self._cancelled:
             await self._shutdown()
         status = run_status(self.graph, self._state, cancelled=self._cancelled)

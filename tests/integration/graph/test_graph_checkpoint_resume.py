@@ -127,6 +127,39 @@ async def test_resume_after_a_cancel_runs_only_what_did_not_finish(store: Checkp
     assert winner.result in ("r-l1", "r-l2")
 
 
+async def test_a_cancel_that_lands_while_the_run_winds_up_still_records_cancelled(store: CheckpointStore) -> None:
+    """cancel(), then the caller's task is cancelled while the cancelled nodes are being saved:
+    the task must not stay "running" (seen in the chaos suite: a run nobody would ever resume)."""
+    started, saving, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    save_nodes = store.save_nodes
+
+    async def slow_save_nodes(*args: Any, **kwargs: Any) -> Any:
+        if started.is_set():
+            saving.set()
+            await release.wait()
+        return await save_nodes(*args, **kwargs)
+
+    async def hang(args: dict[str, Any]) -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    store.save_nodes = slow_save_nodes  # type: ignore[method-assign]
+    rt = GraphRuntime(TaskGraph([Node(id="h", tool="w", params={"k": 1})]), {"w": tool("w", hang)}, GraphConfig(),
+                      checkpoint=store, task_id="t-wind-up")
+    run = asyncio.create_task(rt.run())
+    await started.wait()
+    rt.cancel()
+    await saving.wait()
+    run.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    saved = await store.load("t-wind-up")
+    assert saved is not None and saved.status == "cancelled"
+    assert [n.status for n in saved.nodes] == [NodeStatus.CANCELLED]
+
+
 async def test_resume_of_an_unknown_task_is_a_clear_error(store: CheckpointStore) -> None:
     with pytest.raises(LookupError, match="no checkpoint for task 'nope'"):
         await GraphRuntime.resume("nope", store, {})
