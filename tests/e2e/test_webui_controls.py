@@ -129,6 +129,21 @@ def test_a_new_conversations_sidebar_title_is_its_first_question_as_soon_as_it_i
     expect(page.locator("nav.conversations .conv")).to_have_text(["New chat", "how tall is the tallest crane"])
 
 
+def test_a_conversations_title_is_the_plain_text_of_its_first_question(
+        live: Any, page: Any, script: ModelScript) -> None:
+    """Markdown in the question ("**Oslo**", a link, `code`) is not shown raw in the sidebar; a long
+    question is cut with an ellipsis (issue 33, Chinese and English)."""
+    server = live()
+    page.goto(server.url)
+    send(page, "Research **Oslo** and [write](http://x.example) a `report`")
+    expect(page.locator("nav.conversations .conv.active")).to_have_text("Research Oslo and write a report")
+    expect(page.get_by_test_id("answer").last).to_contain_text("Hello from the fake model.")
+    page.get_by_test_id("new-chat").click()
+    send(page, "研究一下 **霍巴特** 的天气，" + "再写一份很长的报告" * 6)
+    expect(page.locator("nav.conversations .conv.active")).to_have_text(
+        "研究一下 霍巴特 的天气，" + ("再写一份很长的报告" * 6)[:27] + "…")
+
+
 def test_the_page_loads_with_a_clean_console(live: Any, page: Any, script: ModelScript) -> None:
     server = live()
     failed: list[str] = []

@@ -7,7 +7,7 @@ import { ApiError, StreamDropped, cancelOnUnload, listOf, newTaskId, request, st
 import { h, pretty } from "./dom.js";
 import { TaskGraph } from "./graph.js";
 import { t } from "./i18n.js";
-import { renderMarkdown } from "./markdown.js";
+import { plainTitle, renderMarkdown } from "./markdown.js";
 
 const KEPT_EVENTS = new Set(["start", "route", "graph_ready", "node_added", "node_start", "node_done", "race_won", "replan",
   "step", "rag_result", "tool_call", "error", "approval_required", "approval_given", "plan"]);
@@ -142,7 +142,7 @@ export class ChatView {
     if (!text || this.running) return;
     const conv = this.conversations.current;
     if (!conv.title) {
-      conv.title = text.slice(0, 40);
+      conv.title = plainTitle(text);
       this.renderList();
     }
     const user = { role: "user", content: text };

@@ -27,3 +27,12 @@ export function renderMarkdown(text) {
   const html = marked.parse(text || "", { async: false });
   return DOMPurify.sanitize(html, { FORBID_TAGS: ["style", "form", "input"], ALLOWED_URI_REGEXP: /^(?:https?|mailto|#|\/)/i });
 }
+
+/** What a reader sees of `text` on one line, at most `limit` characters: a title for a conversation
+ * whose first question was "Research **Oslo**" reads "Research Oslo", not its Markdown. */
+export function plainTitle(text, limit = 40) {
+  const html = renderMarkdown(text);
+  const plain = (new DOMParser().parseFromString(html, "text/html").body.textContent || "").replace(/\s+/g, " ").trim();
+  const title = plain || (text || "").replace(/\s+/g, " ").trim();
+  return title.length > limit ? `${title.slice(0, limit)}…` : title;
+}
