@@ -242,7 +242,8 @@ class GraphRuntime:
         self._phase = "finished"
         # A cancel of the caller's task that lands while the run winds up (say, after cancel()
         # while the cancelled nodes are saved) must not leave the task saying "running".
-        return await finish_anyway(self._wind_up(started))
+        result: RunResult = await finish_anyway(self._wind_up(started))
+        return result
 
     async def _wind_up(self, started: float) -> RunResult:
         await self._stop_lease()
