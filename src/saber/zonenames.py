@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import tempfile
 import threading
 import unicodedata
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from saber.cachedir import cache_dir
 
 _FORMAT = 2
 """Bumped when the cached file's shape changes."""
@@ -202,11 +203,6 @@ def build_zone_names(year: int | None = None) -> ZoneNames:
 
 
 # -- the cached copy ------------------------------------------------------------------------------
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "saber"
-
 
 def _cache_file(directory: Path) -> Path:
     import babel

