@@ -36,6 +36,8 @@ from saber.testing import FakeReply
 
 REACT_SYSTEM = "You are a helpful assistant. Use the tools when they help, calling independent tools in parallel."
 _PLACEHOLDER = re.compile(r"\$\{(n\d+)\}")
+_LIVE = ("done", "running", "pending")
+"""States of a node shown to the replanner that will give its result: not to be planned again."""
 _STATE_LINE = re.compile(r"^- (\S+) \S+?:(\S+) params=(\{.*?\})(?: depends_on=\[.*?\])? status=(\w+)", re.M)
 
 
@@ -250,14 +252,15 @@ def plan_text(run: Run) -> tuple[str, list[dict[str, Any]], str | None]:
 
 
 def replan_text(body: Mapping[str, Any], run: Run) -> str:
-    """The plan's nodes that have not run yet (matched by tool and params to the state shown),
-    renumbered from the first free id, their references to finished nodes kept."""
+    """The plan's nodes the graph does not hold in a state that will give their result (done, or
+    still running or pending: matched by tool and params to the state shown), renumbered from the
+    first free id, their references to the nodes it holds kept."""
     user = " ".join(_text(m.get("content")) for m in body.get("messages") or () if m.get("role") == "user")
     state = _STATE_LINE.findall(user)
     done: dict[str, str] = {}
     for node in run.task.plan:
         for shown_id, tool, params, status in state:
-            if status == "done" and tool == node["tool"] and _loads(params) == node["params"]:
+            if status in _LIVE and tool == node["tool"] and _loads(params) == node["params"]:
                 done[node["id"]] = shown_id
     taken = {shown_id for shown_id, *_ in state}
     next_id = len(taken) + 1

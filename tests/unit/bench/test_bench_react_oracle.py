@@ -126,6 +126,17 @@ def test_a_replan_gets_the_nodes_that_did_not_run_renumbered() -> None:
     assert added == [{"id": "n3", "tool": "get_weather", "params": {"city": "$n1"}}]  # the placeholder is the dependency
 
 
+def test_a_replan_while_nodes_still_run_adds_only_what_failed() -> None:
+    task = BY_ID["fanin-06"]
+    state = ('- n1 tool:get_stock_price params={"symbol": "TSLA"} status=running\n'
+             '- n2 tool:get_stock_price params={"symbol": "NVDA"} status=done → 128.60\n'
+             '- n3 tool:calculator params={"expression": "TSLA+NVDA"} status=failed → expression: not arithmetic')
+    body = {"messages": [{"role": "system", "content": "plan ... depends_on ..."},
+                         {"role": "user", "content": f"Request: {task.query}\n\nState of the task graph:\n{state}"}]}
+    added = json.loads(oracle.replan_text(body, oracle.Run(task=task, results={})))
+    assert added == [{"id": "n4", "tool": "calculator", "params": {"expression": "$n1+$n2"}}]
+
+
 def test_requests_are_told_apart() -> None:
     assert oracle.classify({"messages": [{"role": "system", "content": oracle.REACT_SYSTEM}]}) == "react"
     assert oracle.classify({"messages": [{"role": "system", "content": 'nodes with "depends_on"'}]}) == "plan"
