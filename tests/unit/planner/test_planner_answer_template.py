@@ -73,6 +73,13 @@ def test_a_wrapped_plan_may_carry_the_template_beside_its_nodes() -> None:
     assert plan.answer == "Weather in ${n1}: ${n2}"
 
 
+def test_the_structured_output_schema_offers_the_template_beside_the_plan() -> None:
+    from saber.planner import plan_json_schema
+
+    schema = plan_json_schema(TOOLS)
+    assert schema["properties"]["answer"]["type"] == "string" and schema["required"] == ["plan"]
+
+
 def test_a_cut_plan_keeps_no_template() -> None:
     text = _plan(*CHAIN, {"id": "n3", "tool": "get_time", "params": {"timezone": "Asia/Tokyo"}},
                  {"answer": "$n1 $n2 $n3"})
