@@ -2,7 +2,7 @@
 
     pip install -e '.[bench]'      # langgraph and langchain-openai
     python bench/against_react.py  [--quick | --tasks N] [--token-ms 6] [--latency-scale 1] [--no-mistakes]
-                                   [--no-templates]
+                                   [--no-templates] [--per-task]
 
 The tasks (``bench/data/react_tasks.json``, written before the bench first ran) are 48 requests:
 independent fan-out, dependent chains through ``${n}`` placeholders, fan-in, races between
@@ -334,6 +334,18 @@ def ratio_table(outcomes: Sequence[Outcome]) -> None:
                   f"{cells[3]:>6.2f}x")
 
 
+def task_table(outcomes: Sequence[Outcome]) -> None:
+    """Each task's wall time and critical path per system (``--per-task``)."""
+    print("\nper task: wall s / critical path s (t: answered with the plan's template)")
+    print(f"  {'task':11} {'kind':7}" + "".join(f"{s:>22}" for s in SYSTEMS))
+    for task_id in dict.fromkeys(o.task.id for o in outcomes):
+        rows = {o.system: o for o in outcomes if o.task.id == task_id and o.round == 0}
+        cells = [f"{rows[s].wall:.2f} / {rows[s].critical:.2f}{' t' if rows[s].templated else '  '}" if s in rows else "-"
+                 for s in SYSTEMS]
+        kind = next(iter(rows.values())).task.kind
+        print(f"  {task_id:11} {kind:7}" + "".join(f"{c:>22}" for c in cells))
+
+
 def kind_table(outcomes: Sequence[Outcome]) -> None:
     kinds = sorted({o.task.kind for o in outcomes})
     print("\nexact calls by kind of task")
@@ -411,6 +423,8 @@ async def run(args: argparse.Namespace) -> None:
     ratio_table(clean)
     purpose_table(clean)
     kind_table(clean)
+    if args.per_task:
+        task_table(clean)
     misses(clean, exp, "runs without exactly the oracle's calls")
     if mistaken:
         mistake_table(mistaken, [o for o in clean if o.mistake is None])
@@ -469,6 +483,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--one-user", action="store_true",
                         help="Saber serves every task to one user (history carries over; the ReAct loop keeps none)")
     parser.add_argument("--no-mistakes", action="store_true", help="skip the mistaken oracle")
+    parser.add_argument("--per-task", action="store_true", help="print each task's wall time and critical path")
     parser.add_argument("--no-templates", action="store_true",
                         help="the oracle writes no answer template after a plan (the generator answers every task)")
     args = parser.parse_args(argv)
