@@ -2,10 +2,14 @@
 
     pip install -e '.[bench]'      # langgraph and langchain-openai
     python bench/against_react.py  [--quick | --tasks N] [--token-ms 6] [--latency-scale 1] [--no-mistakes]
+                                   [--no-templates] [--per-task]
 
 The tasks (``bench/data/react_tasks.json``, written before the bench first ran) are 48 requests:
 independent fan-out, dependent chains through ``${n}`` placeholders, fan-in, races between
-interchangeable sources, single-tool and no-tool, in English and Chinese. Both systems talk HTTP to
+interchangeable sources, single-tool and no-tool, in English and Chinese. The oracle's plans are written
+in the compact form Saber's planner prompt asks for; where the reply only states the results, it
+ends the plan with an answer template (``bench/data/react_answer_templates.json``, written later,
+by one stated rule), which Saber fills in instead of asking for the answer. Both systems talk HTTP to
 one ``saber.testing.FakeOpenAIServer`` answered by ``react_oracle.Oracle`` (the right plan for Saber's
 planner, the right parallel native tool calls for the ReAct loop, then the answer), at a per-token
 delay, and call the same local tools (``react_tools.py``, each with a backend's latency).
@@ -62,6 +66,7 @@ from saber import Agent, Settings
 from saber.testing import FakeOpenAIServer
 
 TASKS = Path(__file__).resolve().parent / "data" / "react_tasks.json"
+TEMPLATES = Path(__file__).resolve().parent / "data" / "react_answer_templates.json"
 SYSTEMS = ("saber-stream", "saber-whole", "react")
 DEPENDENT = ("chain", "fanin", "mixed")
 
@@ -106,9 +111,10 @@ async def expected(task: Task) -> Expected:
     return Expected(required=required, races=list(races.values()), results=results)
 
 
-def critical_path(system: str, task: Task, exp: Expected, speed: Speed, scale: float) -> float:
+def critical_path(system: str, task: Task, exp: Expected, speed: Speed, scale: float, templated: bool = False) -> float:
     """The system's own oracle sequence: its model calls (first token and generated tokens, no
-    prefill: prompts differ by system) and the tool latencies between them."""
+    prefill: prompts differ by system) and the tool latencies between them. ``templated``: Saber
+    answered with the plan's template, so there is no answer call after the tools."""
     answer = speed.call(0, completion_tokens(task.answer, []))
     if not task.plan:
         return answer
@@ -117,10 +123,14 @@ def critical_path(system: str, task: Task, exp: Expected, speed: Speed, scale: f
         return answer + _react_rounds(task, exp, speed, latency)
     if task.kind == "single":
         node = task.plan[0]
-        first = speed.call(0, completion_tokens("", [{"name": node["tool"], "arguments": json.dumps(node["params"])}]))
+        first = speed.call(0, completion_tokens("", [{"name": node["tool"], "arguments": _compact(node["params"])}]))
     else:
-        first = speed.call(0, completion_tokens(plan_json(task.plan), []))
-    return first + _graph_makespan(task, latency) + answer
+        first = speed.call(0, completion_tokens(plan_json(task.plan, task.template if templated else ""), []))
+    return first + _graph_makespan(task, latency) + (0.0 if templated else answer)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _react_rounds(task: Task, exp: Expected, speed: Speed, latency: dict[str, float]) -> float:
@@ -131,8 +141,7 @@ def _react_rounds(task: Task, exp: Expected, speed: Speed, latency: dict[str, fl
     total = 0.0
     for k in range(max(level.values()) + 1):
         nodes = [n for n in task.plan if level[n["id"]] == k]
-        calls = [{"name": n["tool"], "arguments": json.dumps(fill(n["params"], exp.results), ensure_ascii=False)}
-                 for n in nodes]
+        calls = [{"name": n["tool"], "arguments": _compact(fill(n["params"], exp.results))} for n in nodes]
         total += speed.call(0, completion_tokens("", calls)) + max(latency[n["id"]] for n in nodes)
     return total
 
@@ -164,6 +173,8 @@ class Outcome:
     round: int = 0
     mode: str = ""
     error: str = ""
+    templated: bool = False
+    """Saber's answer was the plan's answer template filled with the results (``done.answer_template``)."""
 
     @property
     def prompt(self) -> int:
@@ -208,31 +219,32 @@ class Bench:
         tools.CALLS = tools.Recorder(scale=self.scale)
         run = self.oracle.begin(task, exp.results, mistake)
         start = time.perf_counter()
-        mode, error = "react-loop", ""
+        mode, error, templated = "react-loop", "", False
         try:
             if system == "react":
                 await self.react.ainvoke({"messages": [{"role": "user", "content": task.query}]}, {"recursion_limit": 30})
                 wall = time.perf_counter() - start
             else:
-                mode, wall = await self._saber(self.agents[system], task, start)
+                mode, wall, templated = await self._saber(self.agents[system], task, start)
         except Exception as exc:  # a system that fails on a task is reported, not fatal to the bench
             wall, error = time.perf_counter() - start, f"{type(exc).__name__}: {exc}"[:200]
         made = list(tools.CALLS.calls)
         return Outcome(system=system, task=task, mistake=mistake, made=made, wall=wall,
                        exact=exp.exact([(n, k) for n, k, _ in made]), exact_ok=exp.exact([(n, k) for n, k, ok in made if ok]),
-                       critical=critical_path(system, task, exp, self.speed, self.scale), calls=_calls(run),
-                       round=round, mode=mode, error=error)
+                       critical=critical_path(system, task, exp, self.speed, self.scale, templated), calls=_calls(run),
+                       round=round, mode=mode, error=error, templated=templated)
 
-    async def _saber(self, agent: Agent, task: Task, start: float) -> tuple[str, float]:
-        mode, wall = "", 0.0
+    async def _saber(self, agent: Agent, task: Task, start: float) -> tuple[str, float, bool]:
+        mode, wall, templated = "", 0.0, False
         user = "bench" if self.one_user else f"bench-{self.runs}"
         async for event in agent.stream(task.query, user_id=user, mode=self.route):
             if event.type == "route":
                 mode = event.data["mode"]
             elif event.type == "done":
                 wall = time.perf_counter() - start
+                templated = bool(event.data.get("answer_template"))
         await agent.drain()  # the background extraction calls count as this task's
-        return mode, wall
+        return mode, wall, templated
 
 
 def _calls(run: Run) -> list[Call]:
@@ -297,6 +309,10 @@ def purpose_table(outcomes: Sequence[Outcome]) -> None:
             print("  " + f"{'  prompt tok':13}" + "".join(f"{prompt[p]:>12.0f}" if counts[p] else f"{'':>12}" for p in purposes))
     modes = {s: Counter(o.mode for o in outcomes if o.system == s) for s in SYSTEMS[:2]}
     print("  Saber's routes: " + "; ".join(f"{s} " + ", ".join(f"{m} {n}" for m, n in c.most_common()) for s, c in modes.items()))
+    filled = {s: [o for o in outcomes if o.system == s and o.templated] for s in SYSTEMS[:2]}
+    print("  answered with the plan's template (no answer call): " + "; ".join(
+        f"{s} {len(rows)} of {sum(o.system == s for o in outcomes)} ({sum(o.task.kind in DEPENDENT for o in rows)} dependent)"
+        for s, rows in filled.items()))
 
 
 def ratio_table(outcomes: Sequence[Outcome]) -> None:
@@ -316,6 +332,18 @@ def ratio_table(outcomes: Sequence[Outcome]) -> None:
             cells = [_sum(ours, a) / max(1e-9, _sum(theirs, a)) for a in ("calls", "prompt", "completion", "wall")]
             print(f"  {name:22} {system:13} {len(pairs):>3} {cells[0]:>11.2f}x {cells[1]:>10.2f}x {cells[2]:>10.2f}x "
                   f"{cells[3]:>6.2f}x")
+
+
+def task_table(outcomes: Sequence[Outcome]) -> None:
+    """Each task's wall time and critical path per system (``--per-task``)."""
+    print("\nper task: wall s / critical path s (t: answered with the plan's template)")
+    print(f"  {'task':11} {'kind':7}" + "".join(f"{s:>22}" for s in SYSTEMS))
+    for task_id in dict.fromkeys(o.task.id for o in outcomes):
+        rows = {o.system: o for o in outcomes if o.task.id == task_id and o.round == 0}
+        cells = [f"{rows[s].wall:.2f} / {rows[s].critical:.2f}{' t' if rows[s].templated else '  '}" if s in rows else "-"
+                 for s in SYSTEMS]
+        kind = next(iter(rows.values())).task.kind
+        print(f"  {task_id:11} {kind:7}" + "".join(f"{c:>22}" for c in cells))
 
 
 def kind_table(outcomes: Sequence[Outcome]) -> None:
@@ -367,7 +395,7 @@ def mistake_table(mistaken: Sequence[Outcome], clean: Sequence[Outcome]) -> None
 
 
 async def run(args: argparse.Namespace) -> None:
-    tasks, mistakes = load(str(TASKS))
+    tasks, mistakes = load(str(TASKS), None if args.no_templates else str(TEMPLATES))
     if args.tasks:
         tasks = _spread(tasks, args.tasks)
         mistakes = [(t, m) for t, m in mistakes if t.id in {x.id for x in tasks}] or mistakes[: max(1, args.tasks // 3)]
@@ -379,7 +407,8 @@ async def run(args: argparse.Namespace) -> None:
     print(f"{len(tasks)} tasks ({', '.join(f'{k} {n}' for k, n in Counter(t.kind for t in tasks).items())}; "
           f"{sum(t.lang == 'zh' for t in tasks)} Chinese), {len(mistakes)} mistaken runs per system; "
           f"model {args.token_ms:g} ms/token, first token {args.ttft_ms:g} ms + {args.prefill_ms:g} ms per prompt token; "
-          f"tool latencies x{args.latency_scale:g}; Saber routing: {args.route}")
+          f"tool latencies x{args.latency_scale:g}; Saber routing: {args.route}; "
+          f"answer templates in {sum(bool(t.template) for t in tasks)} plans")
     oracle = Oracle(speed)
     with tempfile.TemporaryDirectory(prefix="saber-react-bench-") as tmp:
         async with FakeOpenAIServer([oracle] * 100_000, model="oracle") as server:
@@ -394,6 +423,8 @@ async def run(args: argparse.Namespace) -> None:
     ratio_table(clean)
     purpose_table(clean)
     kind_table(clean)
+    if args.per_task:
+        task_table(clean)
     misses(clean, exp, "runs without exactly the oracle's calls")
     if mistaken:
         mistake_table(mistaken, [o for o in clean if o.mistake is None])
@@ -452,6 +483,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--one-user", action="store_true",
                         help="Saber serves every task to one user (history carries over; the ReAct loop keeps none)")
     parser.add_argument("--no-mistakes", action="store_true", help="skip the mistaken oracle")
+    parser.add_argument("--per-task", action="store_true", help="print each task's wall time and critical path")
+    parser.add_argument("--no-templates", action="store_true",
+                        help="the oracle writes no answer template after a plan (the generator answers every task)")
     args = parser.parse_args(argv)
     if args.quick and not args.tasks:
         args.tasks = 12

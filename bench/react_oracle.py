@@ -3,8 +3,10 @@
 One ``Oracle`` answers every chat request of ``saber.testing.FakeOpenAIServer`` as a competent
 model would for the task whose query the request carries:
 
-- Saber's planner gets the task's plan (JSON, ``${n}`` placeholders); a replan request gets the
-  plan's nodes that have not run yet; tool mode's argument request gets the one right call;
+- Saber's planner gets the task's plan in the compact form its prompt asks for (``$n1``
+  placeholders, which imply the dependency; no field that has its default), followed by the
+  task's answer template (``{"answer": "… $n1 …"}``) when ``react_answer_templates.json`` has one
+  for it; a replan request gets the plan's nodes that have not run yet (no template); tool mode's argument request gets the one right call;
   memory and preference extraction get ``{}`` (nothing in these queries is worth remembering);
   anything else (the answer, chat) gets the task's answer.
 - A ReAct loop (the request carries ``REACT_SYSTEM``) gets, as native ``tool_calls``, every call
@@ -34,6 +36,8 @@ from saber.testing import FakeReply
 
 REACT_SYSTEM = "You are a helpful assistant. Use the tools when they help, calling independent tools in parallel."
 _PLACEHOLDER = re.compile(r"\$\{(n\d+)\}")
+_LIVE = ("done", "running", "pending")
+"""States of a node shown to the replanner that will give its result: not to be planned again."""
 _STATE_LINE = re.compile(r"^- (\S+) \S+?:(\S+) params=(\{.*?\})(?: depends_on=\[.*?\])? status=(\w+)", re.M)
 
 
@@ -77,6 +81,8 @@ class Task:
     query: str
     plan: list[dict[str, Any]]
     answer: str
+    template: str = ""
+    """The answer template written after the plan's nodes ("" for none)."""
 
     def node(self, node_id: str) -> dict[str, Any]:
         return next(n for n in self.plan if n["id"] == node_id)
@@ -205,17 +211,26 @@ class Oracle:
 
 
 def _node_json(node: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": node["id"], "type": "tool", "tool": node["tool"], "params": node["params"],
-            "depends_on": node["depends_on"], "race_group": node["race_group"]}
+    """A node as the planner prompt shows one: ``$n1`` for a result, which also makes the dependency
+    (``depends_on`` only for one no placeholder names), a race group only when there is one."""
+    params = json.loads(_PLACEHOLDER.sub(r"$\1", json.dumps(node["params"], ensure_ascii=False)))
+    out: dict[str, Any] = {"id": node["id"], "tool": node["tool"], "params": params}
+    named = set(_PLACEHOLDER.findall(json.dumps(node["params"], ensure_ascii=False)))
+    if set(node["depends_on"]) - named:
+        out["depends_on"] = node["depends_on"]
+    if node["race_group"]:
+        out["race_group"] = node["race_group"]
+    return out
 
 
 def _cut(text: str, keep: float) -> str:
     return text[: max(1, int(len(text) * keep))]
 
 
-def plan_json(plan: Sequence[Mapping[str, Any]]) -> str:
-    """A plan as the oracle writes it for Saber's planner."""
-    return json.dumps([_node_json(n) for n in plan], ensure_ascii=False)
+def plan_json(plan: Sequence[Mapping[str, Any]], template: str = "") -> str:
+    """A plan as the oracle writes it for Saber's planner: its nodes, then the answer template if any."""
+    items = [_node_json(n) for n in plan] + ([{"answer": template}] if template else [])
+    return json.dumps(items, ensure_ascii=False, separators=(",", ":"))
 
 
 def plan_text(run: Run) -> tuple[str, list[dict[str, Any]], str | None]:
@@ -224,25 +239,28 @@ def plan_text(run: Run) -> tuple[str, list[dict[str, Any]], str | None]:
     for node in nodes:
         if run.err_now("wrong_argument", node["id"]):
             node["params"] = {**node["params"], **run.mistake.params}  # type: ignore[union-attr]
-        if run.err_now("missing_dependency", node["id"]):
-            node["depends_on"] = []
+        if run.err_now("missing_dependency", node["id"]):  # a guess where the placeholder belongs, as to ReAct
+            node["params"] = {**node["params"], **run.mistake.params}  # type: ignore[union-attr]
+            node.pop("depends_on", None)
         if run.err_now("unknown_tool", node["id"]):
             node["tool"] = run.mistake.tool  # type: ignore[union-attr]
-    text = json.dumps(nodes, ensure_ascii=False)
+    template = [{"answer": run.task.template}] if run.task.template else []
+    text = json.dumps(nodes + template, ensure_ascii=False, separators=(",", ":"))
     if nodes and run.err_now("truncated"):
         return _cut(text, run.mistake.keep), [], "length"  # type: ignore[union-attr]
     return text, [], None
 
 
 def replan_text(body: Mapping[str, Any], run: Run) -> str:
-    """The plan's nodes that have not run yet (matched by tool and params to the state shown),
-    renumbered from the first free id, their references to finished nodes kept."""
+    """The plan's nodes the graph does not hold in a state that will give their result (done, or
+    still running or pending: matched by tool and params to the state shown), renumbered from the
+    first free id, their references to the nodes it holds kept."""
     user = " ".join(_text(m.get("content")) for m in body.get("messages") or () if m.get("role") == "user")
     state = _STATE_LINE.findall(user)
     done: dict[str, str] = {}
     for node in run.task.plan:
         for shown_id, tool, params, status in state:
-            if status == "done" and tool == node["tool"] and _loads(params) == node["params"]:
+            if status in _LIVE and tool == node["tool"] and _loads(params) == node["params"]:
                 done[node["id"]] = shown_id
     taken = {shown_id for shown_id, *_ in state}
     next_id = len(taken) + 1
@@ -260,7 +278,7 @@ def replan_text(body: Mapping[str, Any], run: Run) -> str:
         text = _PLACEHOLDER.sub(lambda m: "${" + renamed[m.group(1)] + "}", json.dumps(node["params"], ensure_ascii=False))
         added.append(_node_json({**node, "id": renamed[node["id"]], "params": json.loads(text),
                                   "depends_on": [renamed[d] for d in node["depends_on"]]}))
-    return json.dumps(added, ensure_ascii=False)
+    return json.dumps(added, ensure_ascii=False, separators=(",", ":"))
 
 
 def _loads(text: str) -> Any:
@@ -271,7 +289,8 @@ def _loads(text: str) -> Any:
 
 
 def _wire(call_id: str, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": json.dumps(args, ensure_ascii=False)}
+    """A native tool call, its arguments as compact JSON (as the plan's)."""
+    return {"id": call_id, "name": name, "arguments": json.dumps(args, ensure_ascii=False, separators=(",", ":"))}
 
 
 def tool_args(kind: str, body: Mapping[str, Any], run: Run) -> tuple[str, list[dict[str, Any]], str | None]:
@@ -340,8 +359,12 @@ def react_step(body: Mapping[str, Any], run: Run) -> tuple[str, list[dict[str, A
     return "", calls, None
 
 
-def load(path: str) -> tuple[list[Task], list[tuple[Task, Mistake]]]:
+def load(path: str, templates: str | None = None) -> tuple[list[Task], list[tuple[Task, Mistake]]]:
+    """The tasks and their mistakes; ``templates`` (a file like ``react_answer_templates.json``) gives
+    the answer templates the planner writes."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    tasks = [Task(**{k: t[k] for k in ("id", "kind", "lang", "query", "plan", "answer")}) for t in data["tasks"]]
+    written = json.loads(Path(templates).read_text(encoding="utf-8"))["templates"] if templates else {}
+    tasks = [Task(**{k: t[k] for k in ("id", "kind", "lang", "query", "plan", "answer")}, template=written.get(t["id"], ""))
+             for t in data["tasks"]]
     by_id = {t.id: t for t in tasks}
     return tasks, [(by_id[m["task"]], Mistake.from_dict(m)) for m in data["mistakes"]]

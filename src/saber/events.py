@@ -104,6 +104,9 @@ class Plan(_Event):
     ``planner_max_nodes``); None when the plan is whole."""
     dropped_nodes: int = 0
     """How many nodes the cut cost: begun but unfinished, past the cap, or written but not run."""
+    answer: str | None = None
+    """The reply the planner wrote ahead, ``${id}`` where a step's result goes: the answer when
+    every step succeeds (``done`` then has ``answer_template``); None when it wrote none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,6 +218,9 @@ class Done(_Event):
     model: str | None = None
     """The model that wrote the answer; None when it was written without a language model."""
     interrupted: bool = False
+    answer_template: bool = False
+    """The answer is the plan's answer template (the planner model's words, written with the plan)
+    with the steps' results put in: no model call read the results."""
 
 
 Event: TypeAlias = (

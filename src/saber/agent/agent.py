@@ -408,7 +408,8 @@ class Agent:
             answer = ("请求失败：" if turn.lang == "zh" else "The request failed: ") + str(exc)
         mode = turn.route.mode if turn.route else "chat"
         await queue.put(Done(answer=answer, mode=mode, task_id=turn.task_id, usage=turn.usage_report(),
-                             model=self.model.name if turn.answered_by_model else None, interrupted=interrupted))
+                             model=self.model.name if turn.answered_by_model else None, interrupted=interrupted,
+                             answer_template=turn.answered_by_template))
         await queue.put(None)
         query, answer = await redacted(turn.query), await redacted(answer)  # published: never a raw secret
         self.bus.publish("agent.chat", {  # after done: a slow subscriber never delays the answer

@@ -64,6 +64,10 @@ class Turn:
     """What the react plan left out (cut, refused steps): said by the plan event and the answer."""
     plan_replanned: bool = False
     """A replan added steps for what the plan left out (``plan_report.gaps``)."""
+    plan_answer: str | None = None
+    """The reply the model's plan wrote ahead, placeholders for its results (``ParsedPlan.answer``)."""
+    answered_by_template: bool = False
+    """The answer is ``plan_answer`` filled with the steps' results: no model call after the results."""
 
     @property
     def has_model(self) -> bool:

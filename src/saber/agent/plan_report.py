@@ -107,7 +107,7 @@ def all_refused(warnings: list[str]) -> ParsedPlan | None:
 def plan_event(plan: ParsedPlan, source: str, report: PlanReport, tools: list[str] | None) -> Plan:
     """The ``plan`` event, saying what ``report`` says the plan left out."""
     return Plan(format=plan.format, nodes=[n.to_dict() for n in plan.nodes], warnings=list(plan.warnings), source=source,
-                tools=tools, truncated=report.truncated, dropped_nodes=report.dropped_nodes)
+                tools=tools, truncated=report.truncated, dropped_nodes=report.dropped_nodes, answer=plan.answer)
 
 
 def stop_reason(cut: str | None, finish_reason: str | None) -> str | None:

@@ -315,6 +315,10 @@ class Settings(BaseModel):
     planner_stream: bool = True
     """Stream the planner's output and start each node as soon as it is written (react mode; not
     with ``llm_structured_output``, whose response format is sent only on complete calls)."""
+    planner_answer_template: bool = True
+    """Answer a lookup with the reply the planner wrote ahead (``{"answer": "… $n1 …"}`` after its
+    nodes), filled with the results, when every step succeeded: one model call fewer. False: the
+    generator model always writes the answer."""
 
     # HTTP server (``saber serve``)
     server_api_keys: dict[str, str] = Field(default_factory=dict)

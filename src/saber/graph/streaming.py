@@ -78,8 +78,8 @@ class NodeFeed:
         while progress:
             progress = False
             for node in list(self._waiting):
-                if not all(d in self.graph.nodes for d in node.depends_on):
-                    continue
+                if node not in self._waiting or not all(d in self.graph.nodes for d in node.depends_on):
+                    continue  # (added already with an earlier member of its race group)
                 group = [m for m in self._waiting if node.race_group and m.race_group == node.race_group] or [node]
                 for member in group:
                     self._waiting.remove(member)

@@ -17,6 +17,7 @@ from typing import Any
 
 from saber.graph.node import Node
 from saber.llm.text_tool_calls import extract_text_tool_calls
+from saber.planner.answer_template import check_template
 from saber.planner.clean import strip_reasoning, strip_template_tokens
 from saber.planner.extract import find_plans
 from saber.planner.grounding import ground_validated
@@ -24,7 +25,7 @@ from saber.planner.llmcompiler import parse_llmcompiler
 from saber.planner.pythonic import PythonicPlan, parse_pythonic
 from saber.planner.result import ParsedPlan, PlanParseError
 from saber.planner.shapes import RawNode, from_tool_calls
-from saber.planner.validate import Validated, validate_nodes
+from saber.planner.validate import Validated, norm_id, validate_nodes
 from saber.tools.base import Tool
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,11 @@ def _parse(text: str, tools: Mapping[str, Tool], *, agents: Mapping[str, str] | 
         if checked.nodes:
             skipped = [f"skipped an earlier {c.shape} candidate with no usable node: " + "; ".join(v.dropped.values())
                        for c, v in failed]
-            return _plan(candidate, [*warnings, *skipped, *candidate.notes, *checked.warnings], checked.nodes)
+            whole = not (partial or candidate.cut or existing or limit is not None)
+            answer, dropped = check_template(candidate.answer if whole else None,
+                                             [norm_id(r.get("id")) for r in candidate.raw], [n.id for n in checked.nodes])
+            notes = [*warnings, *skipped, *candidate.notes, *checked.warnings, *([dropped] if dropped else [])]
+            return _plan(candidate, notes, checked.nodes, answer)
         if not failed:
             tried.add(_key(candidate.raw))
         failed.append((candidate, checked))
@@ -138,12 +143,14 @@ class _Candidate:
     """Why the candidate is not the whole plan (see ``ParsedPlan.cut``)."""
     dropped: int = 0
     closed: bool = False
+    answer: str | None = None
+    """The reply the model wrote after its nodes, unchecked (``answer_template``)."""
 
 
-def _plan(candidate: _Candidate, warnings: list[str], nodes: list[Node]) -> ParsedPlan:
+def _plan(candidate: _Candidate, warnings: list[str], nodes: list[Node], answer: str | None = None) -> ParsedPlan:
     return ParsedPlan(nodes=nodes, format="repaired" if candidate.repaired else candidate.shape, warnings=warnings,
                       shape=candidate.shape, repaired=candidate.repaired, cut="; ".join(candidate.cut) or None,
-                      dropped_nodes=candidate.dropped, last_node_closed=candidate.closed)
+                      dropped_nodes=candidate.dropped, last_node_closed=candidate.closed, answer=answer)
 
 
 def _key(raw: list[RawNode]) -> str:
@@ -183,7 +190,7 @@ def _candidates(text: str, tools: Mapping[str, Tool], agents: Mapping[str, str],
             else ("repaired broken JSON",) if found.repaired else ()
         yield _Candidate(shape=found.shape.name, raw=found.shape.nodes, repaired=found.repaired, notes=note,
                          cut=("the output ends inside the plan",) if found.truncated else (),
-                         dropped=int(found.unfinished), closed=found.closed)
+                         dropped=int(found.unfinished), closed=found.closed, answer=found.shape.answer)
     if strict is None:  # calls picked out of prose: after the JSON ones
         yield from _pythonic(parse_pythonic(text, tools, agents, strict=False), warnings)
     compiled_notes: list[str] = []

@@ -2,7 +2,10 @@
 
 Kept short on purpose (it is paid on every plan): a card is one line of name, parameters and
 the description's first sentence; the example leaves out the fields that have defaults (type
-"tool", no dependencies, no race group). ``saber.planner.preselect`` decides which tools and
+"tool", no dependencies, no race group), and a placeholder (``$n1``) is the dependency: the
+shorter the plan, the sooner its last node starts. A plan whose reply only states the results
+may end with that reply as a template (``{"answer": "… $n1 …"}``, see ``answer_template``), so
+no model call is needed after the tools. ``saber.planner.preselect`` decides which tools and
 sub-agents the agent lists.
 
 Chinese or English by the query's language. The user's preferences (city, timezone …) and the
@@ -26,24 +29,26 @@ detect_language = language_of
 """The query's language (``saber.language.language_of``): the one rule the agent uses too."""
 
 _RULES = {
-    "zh": """你是一个任务规划器。把用户的问题写成执行计划：一个 JSON 数组，每个元素是一个节点：
+    "zh": """你是任务规划器。把用户的问题写成执行计划（JSON 数组），每个元素是一个节点：
 {"id":"n1","tool":"工具名","params":{...}}；子 Agent 节点写 {"id":"n2","type":"sub_agent","agent":"名字","goal":"..."}。
 - 只用下面列出的工具和子 Agent；必填参数不能缺
-- 节点需要另一个节点的输出时写 "depends_on":["n1"]，参数里可用 "$n1" 表示 n1 的结果；互不依赖的节点会并行执行
+- 参数里用 "$n1" 表示 n1 的结果（该节点在 n1 之后执行，不必写 depends_on）；互不依赖的节点并行执行
 - 可互相替代的来源（网页搜索和知识库检索）设相同的 "race_group":"search"
+- 回答只需复述结果（查询，不必比较、总结或判断）时，末尾加 {"answer":"…$n1…"}：写好的回答，结果用占位符
 - 不需要工具就输出 []
-只输出 JSON，不要解释，不要 Markdown 代码块。""",
+只输出 JSON，不要解释，不要代码块。""",
     "en": """You are a task planner. Write the user's request as an execution plan: a JSON array of nodes,
 {"id":"n1","tool":"tool_name","params":{...}}; a sub-agent node is {"id":"n2","type":"sub_agent","agent":"name","goal":"..."}.
 - Use only the tools and sub-agents listed below; give every required param
-- A node that needs another's output has "depends_on":["n1"] and may use "$n1" in its params for n1's result; independent nodes run in parallel
+- "$n1" in params stands for n1's result (that node runs after n1, no "depends_on" needed); independent nodes run in parallel
 - Interchangeable sources (web search and the knowledge base) share "race_group":"search"
+- If the reply only states the results (a lookup: no comparing, summarising or judging), end the array with {"answer":"… $n1 …"}: the reply, each result as its placeholder
 - If no tool is needed, output []
 Output JSON only: no explanation, no Markdown code fence.""",
 }
 
 _EXAMPLE = {
-    "zh": """示例（只演示格式）—— 问题：“查一下上海的天气，再搜索 K8s service 有几种类型”
+    "zh": """示例（仅格式）：“查上海的天气，再搜索 K8s service 有几种类型”
 [{"id":"n1","tool":"get_weather","params":{"city":"上海"}},{"id":"n2","tool":"search_web","params":{"query":"K8s service 类型"},"race_group":"search"},{"id":"n3","tool":"rag_search","params":{"query":"K8s service 类型"},"race_group":"search"}]""",
     "en": """Example (format only) — request: "weather in Shanghai, and search what types of K8s services exist"
 [{"id":"n1","tool":"get_weather","params":{"city":"Shanghai"}},{"id":"n2","tool":"search_web","params":{"query":"K8s service types"},"race_group":"search"},{"id":"n3","tool":"rag_search","params":{"query":"K8s service types"},"race_group":"search"}]""",

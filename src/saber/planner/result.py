@@ -36,6 +36,10 @@ class ParsedPlan:
     """The text closes the last node (a JSON object whose closing brace arrived), so more text
     cannot change it. False when that cannot be told (other shapes): a reader of a streaming
     output then waits for the next node or the end."""
+    answer: str | None = None
+    """The reply the model wrote ahead, for when every step succeeds: its placeholders are the
+    plan's node ids in the canonical ``${id}`` form (``answer_template``). None when the model
+    wrote none, or it was dropped (a warning says why)."""
 
     @property
     def empty(self) -> bool:

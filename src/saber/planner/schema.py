@@ -14,7 +14,8 @@ from saber.tools.base import Tool
 
 
 def plan_json_schema(tools: Mapping[str, Tool], agents: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{"plan": [node, ...]}`` with tool and agent names as enums."""
+    """``{"plan": [node, ...], "answer": "…"}`` with tool and agent names as enums; ``answer`` (the
+    reply written ahead, see ``answer_template``) is optional."""
     node: dict[str, Any] = {
         "type": "object",
         "properties": {
@@ -31,7 +32,9 @@ def plan_json_schema(tools: Mapping[str, Tool], agents: Mapping[str, str] | None
     }
     return {
         "type": "object",
-        "properties": {"plan": {"type": "array", "items": node}},
+        "properties": {"plan": {"type": "array", "items": node},
+                       "answer": {"type": "string", "description": "only when the reply just states the results: "
+                                  "the reply, \"$n1\" where n1's result goes"}},
         "required": ["plan"],
         "additionalProperties": False,
     }

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from saber.llm.text_tool_calls import loads_lenient
 from saber.llm.types import ToolCall
+from saber.planner.answer_template import ANSWER_KEY, answer_item
 
 RawNode = dict[str, Any]
 
@@ -26,6 +27,9 @@ _DEP_KEYS = ("depends_on", "dependencies", "deps", "dependsOn", "depend_on")
 class Shape:
     name: str
     nodes: list[RawNode]
+    answer: str | None = None
+    """The reply the planner wrote ahead (``{"answer": "… $n1 …"}`` after the nodes, or an
+    ``"answer"`` beside a wrapped plan), not checked yet: see ``answer_template``."""
 
 
 def recognise(value: Any) -> Shape | None:
@@ -35,9 +39,11 @@ def recognise(value: Any) -> Shape | None:
             return Shape(name="ideal", nodes=[])
         items = [_item(v) for v in value]
         found = [i for i in items if i is not None]
-        if not found:
-            return None
-        return Shape(name=found[0][0], nodes=[node for _, node in found])
+        answers = [a for a in map(answer_item, value) if a is not None]
+        answer = answers[-1] if answers else None
+        if not found:  # a reply alone is a plan of no step ("no tool is needed")
+            return Shape(name="ideal", nodes=[], answer=answer) if answer is not None else None
+        return Shape(name=found[0][0], nodes=[node for _, node in found], answer=answer)
     if isinstance(value, Mapping):
         return _from_object(value)
     return None
@@ -59,7 +65,9 @@ def _from_object(obj: Mapping[str, Any]) -> Shape | None:
                 continue
             if key == "tool_calls" or shape.name == "openai_tool_calls":
                 return Shape(name="openai_tool_calls", nodes=shape.nodes)
-            return Shape(name="wrapped", nodes=shape.nodes)
+            beside = obj.get(ANSWER_KEY)
+            answer = beside if isinstance(beside, str) and beside.strip() else shape.answer
+            return replace(shape, name="wrapped", answer=answer)
         if isinstance(inner, Mapping) and key in ("plan", "graph", "task_graph"):
             nested = _from_object(inner)
             if nested is not None:

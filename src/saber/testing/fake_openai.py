@@ -501,8 +501,18 @@ def _event_chars(event: Mapping[str, Any]) -> int:
 
 
 def _pieces(text: str) -> list[str]:
-    """Word-sized pieces, whitespace attached, so that joining them gives ``text`` back."""
-    return re.findall(r"\S+\s*|\s+", text)
+    """Word-sized pieces, whitespace attached, so that joining them gives ``text`` back. A word of
+    more than 8 characters comes in pieces of 4 (the token the usage counts): a model streams
+    tokens, and compact JSON (``{"id":"n1","tool":…}``) has no space to cut at."""
+    pieces: list[str] = []
+    for word in re.findall(r"\S+\s*|\s+", text):
+        bare = len(word.rstrip())
+        if bare <= 8:
+            pieces.append(word)
+            continue
+        cuts = list(range(0, bare, 4))
+        pieces += [word[i:i + 4] for i in cuts[:-1]] + [word[cuts[-1]:]]
+    return pieces
 
 
 def _split(text: str, parts: int) -> list[str]:

@@ -106,9 +106,10 @@ def test_a_truncated_reply_stops_mid_arguments_with_finish_reason_length() -> No
 
 def test_the_plan_carries_each_mistake_where_the_task_set_puts_it() -> None:
     task = BY_ID["chain-01"]
-    run = oracle.Run(task=task, results={}, mistake=oracle.Mistake(kind="missing_dependency", node="n2"))
+    run = oracle.Run(task=task, results={}, mistake=oracle.Mistake(kind="missing_dependency", node="n2",
+                                                                  params={"city": "capital of Australia"}))
     nodes = json.loads(oracle.plan_text(run)[0])
-    assert nodes[1]["params"] == {"city": "${n1}"} and nodes[1]["depends_on"] == []
+    assert nodes[1] == {"id": "n2", "tool": "get_weather", "params": {"city": "capital of Australia"}}  # guessed
     run = oracle.Run(task=BY_ID["fanout-02"], results={}, mistake=oracle.Mistake(kind="unknown_tool", node="n1", tool="weather"))
     assert [n["tool"] for n in json.loads(oracle.plan_text(run)[0])] == ["weather", "get_weather", "get_weather"]
     assert json.loads(oracle.plan_text(run)[0])[0]["tool"] == "get_weather"  # the mistake is made once
@@ -122,8 +123,18 @@ def test_a_replan_gets_the_nodes_that_did_not_run_renumbered() -> None:
                          {"role": "user", "content": f"Request: {task.query}\n\nState of the task graph:\n{state}"}]}
     assert oracle.classify(body) == "replan"
     added = json.loads(oracle.replan_text(body, oracle.Run(task=task, results={})))
-    assert [(n["id"], n["tool"], n["params"], n["depends_on"]) for n in added] == [
-        ("n3", "get_weather", {"city": "${n1}"}, ["n1"])]
+    assert added == [{"id": "n3", "tool": "get_weather", "params": {"city": "$n1"}}]  # the placeholder is the dependency
+
+
+def test_a_replan_while_nodes_still_run_adds_only_what_failed() -> None:
+    task = BY_ID["fanin-06"]
+    state = ('- n1 tool:get_stock_price params={"symbol": "TSLA"} status=running\n'
+             '- n2 tool:get_stock_price params={"symbol": "NVDA"} status=done → 128.60\n'
+             '- n3 tool:calculator params={"expression": "TSLA+NVDA"} status=failed → expression: not arithmetic')
+    body = {"messages": [{"role": "system", "content": "plan ... depends_on ..."},
+                         {"role": "user", "content": f"Request: {task.query}\n\nState of the task graph:\n{state}"}]}
+    added = json.loads(oracle.replan_text(body, oracle.Run(task=task, results={})))
+    assert added == [{"id": "n4", "tool": "calculator", "params": {"expression": "$n1+$n2"}}]
 
 
 def test_requests_are_told_apart() -> None:
@@ -160,3 +171,36 @@ def test_the_task_set_holds_what_the_issue_asks_for() -> None:
     assert {t.lang for t in TASKS} == {"en", "zh"}
     assert {m.kind for _, m in MISTAKES} == {"wrong_argument", "missing_dependency", "unknown_tool", "truncated"}
     assert any("${n" in json.dumps(t.plan) for t in TASKS)
+
+
+TEMPLATED, _ = oracle.load(str(BENCH / "data" / "react_tasks.json"), str(BENCH / "data" / "react_answer_templates.json"))
+READ_OR_JUDGED = {"search_web", "search_news", "fetch_page", "summarize", "compare"}
+
+
+def test_plans_are_written_in_the_compact_form_the_planner_prompt_shows() -> None:
+    chain = json.loads(oracle.plan_text(oracle.Run(task=BY_ID["chain-03"], results={}))[0])
+    assert chain == [{"id": "n1", "tool": "lookup_capital", "params": {"country": "Japan"}},
+                     {"id": "n2", "tool": "get_timezone", "params": {"city": "$n1"}},
+                     {"id": "n3", "tool": "get_time", "params": {"timezone": "$n2"}}]
+    race = json.loads(oracle.plan_text(oracle.Run(task=BY_ID["race-02"], results={}))[0])
+    assert race == [{"id": "n1", "tool": "rate_ecb", "params": {"base": "CNY", "quote": "USD"}, "race_group": "rate"},
+                    {"id": "n2", "tool": "rate_fed", "params": {"base": "CNY", "quote": "USD"}, "race_group": "rate"}]
+
+
+def test_answer_templates_follow_the_stated_rule_and_saber_keeps_every_one() -> None:
+    from saber.planner import parse_plan
+
+    tools = {t.name: t for t in sys.modules["react_tools"].TOOLS}
+    with_template = [t for t in TEMPLATED if t.template]
+    assert with_template and {t.id for t in with_template} <= {t.id for t in TASKS}
+    for task in TEMPLATED:
+        names = {n["tool"] for n in task.plan}
+        racing = any(n["race_group"] for n in task.plan)
+        if task.template:  # a pure lookup: no race, nothing to read or judge
+            assert task.plan and not racing and not names & READ_OR_JUDGED, task.id
+            text = oracle.plan_text(oracle.Run(task=task, results={}))[0]
+            assert json.loads(text)[-1] == {"answer": task.template}
+            plan = parse_plan(text, tools)
+            assert plan.answer is not None and [n.id for n in plan.nodes] == [n["id"] for n in task.plan], task.id
+        else:
+            assert not task.plan or racing or names & READ_OR_JUDGED, task.id  # the rule leaves none out

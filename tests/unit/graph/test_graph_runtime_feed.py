@@ -175,6 +175,26 @@ async def test_a_whole_plan_still_holds_a_race_until_every_member_is_ready() -> 
     assert result.nodes["r1"].status is NodeStatus.DONE and gates["slow"].cancelled == ["2"]
 
 
+async def test_a_race_group_whose_members_arrive_together_runs_once_as_one_race(
+        caplog: pytest.LogCaptureFixture) -> None:
+    gates, tools = gated("fast", "slow")
+    events = Recorder()
+    runtime = GraphRuntime([], tools, on_event=events)
+    runtime.open_feed()
+    run = asyncio.create_task(runtime.run())
+    runtime.add_nodes([Node(id="r1", tool="fast", params={"key": "1"}, race_group="g"),
+                       Node(id="r2", tool="slow", params={"key": "2"}, race_group="g")])  # one chunk of a compact plan
+    await gates["slow"].started_event("2").wait()
+    gates["fast"].release_event("1").set()
+    runtime.close_feed()
+    result = await run
+    assert result.status == "done" and result.nodes["r1"].status is NodeStatus.DONE
+    assert result.nodes["r2"].status is NodeStatus.SKIPPED and gates["slow"].cancelled == ["2"]
+    assert sorted(e.node["id"] for e in events.events if isinstance(e, NodeAdded)) == ["r1", "r2"]
+    assert not [e for e in events.events if isinstance(e, Error)]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # the feed applied them without a bug
+
+
 async def test_feeding_a_runtime_without_open_feed_is_refused() -> None:
     runtime = GraphRuntime([Node(id="n1", tool="a")], {"a": fn_tool("a", lambda args: "ok")})
     with pytest.raises(RuntimeError, match="open_feed"):

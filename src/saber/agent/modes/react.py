@@ -12,6 +12,7 @@ from saber.agent.modes.chat import run_chat
 from saber.agent.modes.react_stream import complete_interrupted_plan, run_streamed_plan
 from saber.agent.modes.replan import model_replanner
 from saber.agent.observations import observations
+from saber.agent.plan_answer import template_answer
 from saber.agent.plan_report import (
     TRUNCATED_META,
     PlanReport,
@@ -108,6 +109,7 @@ async def run_react(turn: Turn) -> str:
     if settings.planner_stream and turn.has_model and not settings.llm_structured_output:
         return await _run_react_streamed(turn)
     plan, source = await make_plan(turn)
+    turn.plan_answer = plan.answer if source == "model" else None
     await turn.emit(plan_event(plan, source, turn.plan_report, turn.prompt_tools))
     if not plan.nodes and not _replans_gaps(turn):
         return await run_chat(turn)
@@ -127,9 +129,10 @@ async def _run_react_streamed(turn: Turn) -> str:
         return GraphRuntime([], turn.tools, turn.services.graph_config(), turn.emit, task_id=turn.task_id,
                             meta=await task_meta(turn), answer_follows=True, **_runtime_parts(turn))
 
-    _plan, _source, run = await run_streamed_plan(turn, _planner_messages(turn, agents), make_runtime,
-                                                  lambda warnings: _rules(turn, agents, warnings),
-                                                  run_empty=lambda: _replans_gaps(turn))
+    plan, source, run = await run_streamed_plan(turn, _planner_messages(turn, agents), make_runtime,
+                                                lambda warnings: _rules(turn, agents, warnings),
+                                                run_empty=lambda: _replans_gaps(turn))
+    turn.plan_answer = plan.answer if source == "model" else None
     if run is None:
         return await run_chat(turn)
     return await _answer_and_record(turn, run)
@@ -181,6 +184,10 @@ async def _answer_and_record(turn: Turn, run: RunResult) -> str:
 
 
 async def answer_from_run(turn: Turn, run: RunResult) -> str:
+    """The plan's answer template filled in when it may be (``plan_answer``), else the generator's answer."""
+    filled = await template_answer(turn, run)
+    if filled is not None:
+        return filled
     if turn.lang == "zh":
         prompt = f"用户的问题：{turn.query}\n\n执行的步骤与结果：\n{observations(run, turn.lang)}"
     else:
