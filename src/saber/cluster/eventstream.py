@@ -128,14 +128,14 @@ class StreamWriter:
         fields = {"t": type_, "d": dumps(await redacted_value(to_jsonable(data)))}  # served later: no secret
         if final:
             fields["f"] = "1"
-        if self.patience <= 0:
+        try:
             await self._add(seq, fields, retried=False)
-        else:
-            tries = 0
+        except Exception as exc:
+            if self.patience <= 0 or not dependency_down(exc):
+                raise
             async for attempt in retrying(timeout=self.patience, wait_initial=0.25, wait_max=5.0):
                 with attempt:
-                    tries += 1
-                    await self._add(seq, fields, retried=tries > 1)
+                    await self._add(seq, fields, retried=True)
         self._kept.append((seq, fields))
         self.seq, self.ended, self.last_type = seq, final, type_
         self.last_interrupted = final and bool(data.get("interrupted"))

@@ -22,16 +22,15 @@ async def durably(store: CheckpointStore, task_id: str, write: Callable[[], Awai
     """Run a checkpoint write to its end (``finish_anyway``), again with backoff while the store is
     down (``saber.outages``), for at most ``store.outage_seconds``: the run is paused meanwhile
     (its scheduler waits here, so nothing new starts). Any other failure, or a longer outage, is raised."""
-    tries = 0
+    try:
+        return await finish_anyway(write())
+    except Exception as exc:
+        if not dependency_down(exc):
+            raise
+        log.warning("task %s: the checkpoint store cannot be reached (%s); the run waits for it", task_id, exc)
     async for attempt in retrying(timeout=store.outage_seconds, wait_initial=0.25, wait_max=5.0):
         with attempt:
-            tries += 1
-            try:
-                return await finish_anyway(write())
-            except Exception as exc:
-                if tries == 1 and dependency_down(exc):
-                    log.warning("task %s: the checkpoint store cannot be reached (%s); the run waits for it", task_id, exc)
-                raise
+            return await finish_anyway(write())
     raise AssertionError("unreachable: stamina raises the last error when it gives up")
 
 
