@@ -11,9 +11,9 @@ other:
 
 1. Redis killed (SIGKILL) and restarted empty on the same port;
 2. PostgreSQL stopped and started again;
-3. a worker killed with ``kill -9`` (and a new one started);
-4. the API node restarted on the same port;
-5. Redis frozen with SIGSTOP for 10 s (a network stall), then SIGCONT.
+3. Redis frozen with SIGSTOP for 10 s (a network stall), then SIGCONT;
+4. the API node killed (SIGKILL) and started again on the same port;
+5. a worker killed with ``kill -9`` (and a new one started).
 
 It reports runs done, stuck (not finished a minute after the last fault), lost (the API does not
 know them), failed; steps that ran to their end twice (the goal is none) and steps started again
@@ -48,7 +48,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 STEPS = 3
-STEP_SECONDS = 4.0
+STEP_SECONDS = 5.0
 SETTLE_SECONDS = 60.0
 """Every run should be done this long after the last fault ended."""
 
@@ -345,6 +345,8 @@ class Report:
     """(fault, start, end) in seconds from the first run sent."""
     in_flight: list[int] = field(default_factory=list)
     """Runs sent and not finished when each fault began."""
+    claims: dict[str, int] = field(default_factory=dict)
+    """Times the workers took each run from the queue (1, or 2 for a run of the killed worker)."""
     total_seconds: float = 0.0
 
     def ok(self) -> bool:
@@ -360,6 +362,8 @@ class Report:
                 f"last fault ended -> last run done: {self.seconds_to_last_done if self.seconds_to_last_done is None else round(self.seconds_to_last_done, 1)} s",
                 f"followers that saw done {self.followers_saw_done}/{self.runs}, events repeated {self.events_repeated}",
                 f"processes exited on their own: {len(self.exited)} {self.exited if self.exited else ''}",
+                f"claims per run: at most {max(self.claims.values(), default=0)}, "
+                f"{sum(1 for n in self.claims.values() if n > 1)} run(s) taken more than once",
                 "faults (runs in flight): " + ", ".join(f"{name} {start:.1f}-{end:.1f} s ({n})" for (name, start, end), n
                                                     in zip(self.faults, self.in_flight, strict=False))]
 
@@ -435,7 +439,7 @@ class FaultRun:
     def _inject(self) -> Report:
         self.t0 = time.monotonic()
         senders = [threading.Thread(target=self._send, args=(self.wanted[i::4], i * 8.0), daemon=True)
-                   for i in range(4)]  # a wave every 8 s: runs are under way at every fault
+                   for i in range(3)]  # a wave every 8 s: runs are under way at every fault
         for sender in senders:
             sender.start()
         poll_thread = threading.Thread(target=self.poller.run, daemon=True)
@@ -443,11 +447,13 @@ class FaultRun:
         for when, name, act in ((4.0, "redis killed, restarted empty", self.redis_restart),
                                 (10.0, "postgresql stopped and started", self.pg_restart),
                                 (17.0, "redis frozen (SIGSTOP) for 10 s", self.redis_stall),
-                                (29.0, "worker kill -9 (and replaced)", self.worker_kill),
-                                (33.0, "api node restarted", self.api_restart)):
+                                (28.0, "api node killed and restarted", self.api_restart),
+                                (0.0, "worker kill -9 (and replaced)", self.worker_kill)):
             self._at(when)
-            self.in_flight.append(sum(1 for t, _ in self.wanted
-                                      if t in self.sent and self.poller.status.get(t) not in FINISHED))
+            if act == self.worker_kill:  # the last wave, sent once the API node is back, is under way at the kill
+                self._send(self.wanted[3::4], 0.0)
+                self._steps_under_way(len(self.wanted[3::4]))
+            self.in_flight.append(self._unfinished())
             start = time.monotonic() - self.t0
             self.log(f"{start:5.1f} s  fault: {name}")
             act()
@@ -460,9 +466,45 @@ class FaultRun:
         time.sleep(1.0)  # the followers read the last done
         report = _report(self.wanted, self.poller, self.followers, self.witness, self.faults, last_fault, self.t0)
         report.in_flight = self.in_flight
+        report.claims = self._claims()
         assert self.nodes is not None
         report.exited = self.nodes.exited()
         return report
+
+    def _witnessed(self) -> list[dict[str, Any]]:
+        if not self.witness.exists():
+            return []
+        return [json.loads(line) for line in self.witness.read_text().splitlines() if line.strip()]
+
+    def _unfinished(self) -> int:
+        """Runs sent whose steps have not all ended (read from the witness lines, not the API: it may be down)."""
+        ended: dict[str, set[str]] = {}
+        for w in self._witnessed():
+            if w["at"] == "end":
+                ended.setdefault(w["task"], set()).add(w["step"])
+        return sum(1 for t in self.sent if len(ended.get(t, ())) < STEPS)
+
+    def _steps_under_way(self, runs: int, timeout: float = 30.0) -> None:
+        """Wait until the last wave's runs have a step under way (or ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        wave = {t for t, _ in self.wanted[3::4]}
+        while time.monotonic() < deadline:
+            if len({w["task"] for w in self._witnessed() if w["task"] in wave}) >= runs:
+                return
+            time.sleep(0.2)
+
+    def _claims(self) -> dict[str, int]:
+        """How often the workers took each run from the queue (a run that spins is taken again and again)."""
+        from saber.cluster.queue import RunQueue
+        from saber.db.database import open_database
+
+        assert self.nodes is not None
+        db = open_database(self.nodes.env["SABER_DATABASE_URL"], pool_size=1)
+        try:
+            queue = RunQueue(db, lease_seconds=6, max_running_per_user=8)
+            return {t: int((queue.get(t) or {}).get("attempts") or 0) for t, _ in self.wanted}
+        finally:
+            db.close()
 
     # -- the faults ----------------------------------------------------------------------------------
 
@@ -483,8 +525,9 @@ class FaultRun:
 
     def worker_kill(self) -> None:
         assert self.nodes is not None
-        lines = self.witness.read_text().splitlines() if self.witness.exists() else []
-        busiest = Counter(json.loads(line)["pid"] for line in lines if line.strip())
+        lines = self._witnessed()
+        ended = {w["e"] for w in lines if w["at"] == "end"}
+        busiest = Counter(w["pid"] for w in lines if w["at"] == "start" and w["e"] not in ended)  # steps under way
         victim = max(self.workers, key=lambda w: busiest[w.pid])
         self.nodes.kill(victim)
         self.workers.remove(victim)
@@ -492,7 +535,7 @@ class FaultRun:
 
     def api_restart(self) -> None:
         assert self.nodes is not None and self.api_proc is not None
-        self.nodes.kill(self.api_proc, signal.SIGTERM)
+        self.nodes.kill(self.api_proc)
         self.api_proc = self.nodes.api(self.port)
 
 

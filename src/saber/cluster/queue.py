@@ -199,27 +199,24 @@ class RunQueue:
                               (self.lease_seconds, worker, task_ids)).fetchall()
         return {r[0] for r in rows}
 
-    def finish(self, worker: str, task_id: str, status: str) -> bool:
-        """``status``: done | cancelled. False if the run was no longer ``worker``'s. The request kept
-        in the row is redacted now that no worker needs its text (a secret in it is not kept)."""
+    def finish(self, worker: str, task_id: str, status: str, *, error: str | None = None) -> bool:
+        """``status``: done | cancelled | failed (``error``: why). False if the run was no longer
+        ``worker``'s. The request kept in the row is redacted now that no worker needs its text (a
+        secret in it is not kept)."""
         with self.db.transaction() as tx:
             row = tx.execute("SELECT request FROM saber_run_queue WHERE task_id = ? AND worker = ? AND status = 'running' "
                              "FOR UPDATE", (task_id, worker)).fetchone()
             if row is None:
                 return False
             request = redact_value(_json(row[0]))
-            tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL, request = ? "
-                       "WHERE task_id = ?", (status, json.dumps(request), task_id))
+            tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL, request = ?, "
+                       "error = ? WHERE task_id = ?", (status, json.dumps(request), error, task_id))
             return True
 
     def fail(self, worker: str, task_id: str, reason: str) -> bool:
         """End a run that cannot run (a malformed request, or ``MAX_ATTEMPTS`` failures) with its
         reason, which the task's record shows; False if the run was no longer ``worker``'s."""
-        if not self.finish(worker, task_id, "failed"):
-            return False
-        with self.db.transaction() as tx:
-            tx.execute("UPDATE saber_run_queue SET error = ? WHERE task_id = ?", (reason[:2000], task_id))
-        return True
+        return self.finish(worker, task_id, "failed", error=reason[:2000])
 
     def hand_back(self, worker: str, task_id: str) -> bool:
         """Put a run ``worker`` stops (it is shutting down) back in the queue for another worker."""

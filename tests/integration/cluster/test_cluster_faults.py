@@ -35,3 +35,4 @@ def test_runs_survive_redis_postgresql_worker_and_api_faults(tmp_path: Path) -> 
     assert not report.exited, report.exited
     assert report.seconds_to_last_done is not None and report.seconds_to_last_done <= faults.SETTLE_SECONDS
     assert report.followers_saw_done == 16 and report.events_repeated == 0, report.lines()
+    assert max(report.claims.values()) <= 3, f"no run spins through the queue: {report.claims}"
