@@ -330,7 +330,10 @@ class Report:
     stuck: int = 0
     lost: int = 0
     steps_ran_twice: int = 0
-    """Steps that ran to their end more than once (goal: 0)."""
+    """Steps that ran to their end more than once, the first time in a process that lived on (goal: 0)."""
+    steps_rerun_after_kill: int = 0
+    """Steps that ended in the worker killed with kill -9 before their checkpoint was written, and
+    ran again after it (at-least-once, with the same idempotency key)."""
     steps_restarted: int = 0
     """Steps started again after a kill -9 cut them short (at-least-once)."""
     restarted_with_other_key: int = 0
@@ -357,8 +360,9 @@ class Report:
     def lines(self) -> list[str]:
         return [f"runs done {self.done}/{self.runs}, stuck {self.stuck}, lost {self.lost}, failed {self.failed}, "
                 f"cancelled {self.cancelled}",
-                f"steps run twice {self.steps_ran_twice}; steps restarted after a kill -9 {self.steps_restarted} "
-                f"(with another idempotency key: {self.restarted_with_other_key})",
+                f"steps run twice {self.steps_ran_twice}; steps started again {self.steps_restarted} (with another "
+                f"idempotency key: {self.restarted_with_other_key}), of which ended before the kill -9 but not "
+                f"yet checkpointed {self.steps_rerun_after_kill}",
                 f"last fault ended -> last run done: {self.seconds_to_last_done if self.seconds_to_last_done is None else round(self.seconds_to_last_done, 1)} s",
                 f"followers that saw done {self.followers_saw_done}/{self.runs}, events repeated {self.events_repeated}",
                 f"processes exited on their own: {len(self.exited)} {self.exited if self.exited else ''}",
@@ -464,7 +468,9 @@ class FaultRun:
         poll_thread.join(timeout=max(1.0, last_fault + SETTLE_SECONDS + 30 - time.monotonic()))
         self.poller.stop.set()
         time.sleep(1.0)  # the followers read the last done
-        report = _report(self.wanted, self.poller, self.followers, self.witness, self.faults, last_fault, self.t0)
+        assert self.nodes is not None
+        report = _report(self.wanted, self.poller, self.followers, self.witness, self.faults, last_fault, self.t0,
+                         killed=self.nodes.killed)
         report.in_flight = self.in_flight
         report.claims = self._claims()
         assert self.nodes is not None
@@ -545,7 +551,7 @@ def run_faults(workdir: Path, runs: int = 16, log: Callable[[str], None] = print
 
 
 def _report(wanted: list[tuple[str, str]], poller: Poller, followers: list[Follower], witness: Path,
-            faults: list[tuple[str, float, float]], last_fault: float, t0: float) -> Report:
+            faults: list[tuple[str, float, float]], last_fault: float, t0: float, *, killed: set[int]) -> Report:
     report = Report(runs=len(wanted), faults=faults, total_seconds=time.monotonic() - t0)
     report.statuses = {t: poller.status.get(t, "never seen") for t, _ in wanted}
     for status in report.statuses.values():
@@ -560,12 +566,15 @@ def _report(wanted: list[tuple[str, str]], poller: Poller, followers: list[Follo
         else:
             report.stuck += 1
     lines = [json.loads(line) for line in witness.read_text().splitlines() if line.strip()] if witness.exists() else []
-    ends = Counter((w["task"], w["step"]) for w in lines if w["at"] == "end")
+    ends: dict[tuple[str, str], list[dict[str, Any]]] = {}
     starts: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for w in lines:
-        if w["at"] == "start":
-            starts.setdefault((w["task"], w["step"]), []).append(w)
-    report.steps_ran_twice = sum(1 for n in ends.values() if n > 1)
+        (starts if w["at"] == "start" else ends).setdefault((w["task"], w["step"]), []).append(w)
+    for done in ends.values():
+        if len(done) > 1:  # ended in a worker killed before its checkpoint recorded it: at-least-once
+            lost_in_kill = all(w["pid"] in killed for w in done[:-1])
+            report.steps_rerun_after_kill += lost_in_kill
+            report.steps_ran_twice += not lost_in_kill
     report.steps_restarted = sum(1 for s in starts.values() if len(s) > 1)
     report.restarted_with_other_key = sum(1 for s in starts.values() if len(s) > 1 and len({w["key"] for w in s}) > 1)
     if poller.done_at and report.done == report.runs:
