@@ -158,13 +158,13 @@ class ClusterRunManager(RunManager):
             await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
 
     async def cancel(self, run: TaskRun) -> bool:
-        await run.log.load()  # type: ignore[attr-defined]
+        await self._load(run)
         if run.finished:
             return False
-        if await asyncio.to_thread(self.queue.cancel_waiting, run.task_id):
-            await self._end_waiting(run)  # no worker holds it: this node writes its end
+        if await _reachable(asyncio.to_thread(self.queue.cancel_waiting, run.task_id)):
+            await _reachable(self._end_waiting(run))  # no worker holds it: this node writes its end
         else:
-            await request_cancel(self.redis, self.prefix, run.task_id)
+            await _reachable(request_cancel(self.redis, self.prefix, run.task_id))
         return True
 
     async def _end_waiting(self, run: TaskRun) -> None:
