@@ -89,7 +89,7 @@ class ClusterRunManager(RunManager):
     async def refresh(self, runs: list[TaskRun]) -> None:
         """Read the events of ``runs`` that were not finished, and their records in the queue (which
         decide their status: queued, running, recovering, or failed with its reason)."""
-        live = [r for r in runs if not r.finished or r.record != "done"]
+        live = [r for r in runs if not r.finished or r.record not in ("done", "cancelled", "failed")]
         if not live:
             return
         records = await _reachable(asyncio.to_thread(self.queue.records, [r.task_id for r in live]))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,6 +29,8 @@ from saber.jsonsafe import dumps, to_jsonable
 from saber.outages import dependency_down, retrying
 from saber.redact import redacted_value
 from saber.runs.eventlog import EventLog, LoggedEvent
+
+log = logging.getLogger(__name__)
 
 STALL_SECONDS = 5.0
 """A read of Redis that has not answered this long past its own blocking time is a stall (Redis
@@ -74,8 +77,6 @@ class StreamWriter:
         self.last_interrupted = False
         """The last entry is the ``done`` of an interrupted run."""
         self._kept: deque[tuple[int, dict[str, str]]] = deque(maxlen=maxlen)
-        self.restored = 0
-        """Entries written again after Redis lost them."""
 
     async def open(self) -> None:
         """Continue after the stream's last entry (writing again what Redis lost of this writer's)."""
@@ -102,7 +103,7 @@ class StreamWriter:
                 pipe.xadd(self.key, fields, id=f"{seq}-1", maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
             pipe.expire(self.key, self.ttl)
             await pipe.execute()
-        self.restored += len(self._kept)
+        log.warning("%s: Redis had lost the stream; its %d event(s) were written again", self.key, len(self._kept))
 
     def _begun(self, after: int) -> bool:
         """The run whose events follow event ``after`` has its ``start`` and nothing more."""
@@ -200,8 +201,8 @@ class RedisEventLog(EventLog):
         """Every event with a sequence number above ``after``, then new ones, until the run's end.
         While Redis cannot be reached, a ``reconnecting`` event (numbered as the last event sent,
         so a client that reconnects with it as ``Last-Event-ID`` misses nothing) says so, and the
-        log reads on once Redis is back: the worker numbers its events on after the ones sent
-        (a run whose events Redis lost restarts from its checkpoint and says so in a ``start``)."""
+        log reads on once Redis is back: the worker numbers its events on after the ones sent, and
+        writes again the events of a stream Redis lost (``StreamWriter``)."""
         position = f"{max(0, after, self.floor)}-1"
         while True:
             try:

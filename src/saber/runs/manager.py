@@ -65,7 +65,7 @@ class TaskRun:
     def status(self) -> TaskStatus:
         if self.record == "failed":
             return "failed"
-        if not self.finished:  # the record decides; settled while its events are lost (Redis restarted empty): still
+        if not self.finished:  # the record decides (also for a run settled whose events Redis lost)
             return self.record if self.record is not None else "running"
         done = self.log.last("done")
         return "cancelled" if done is not None and done.data.get("interrupted") else "done"
