@@ -17,7 +17,6 @@ import random
 from pathlib import Path
 
 from faults import faulty_model, faulty_tools, release_threads
-
 from saber.agent import Agent
 from saber.agent.memory import MemoryService
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore

@@ -243,8 +243,11 @@ def tasks(
 
     settings = _settings()
     found: list[dict[str, Any]] = _with_agent(settings, lambda agent: agent.tasks(unfinished=not all_tasks))
+    from saber.runs.status import reported_status
+
+    records = _queue_statuses(settings, [t["task_id"] for t in found])
     for t in found:
-        t.setdefault("state", t["status"])
+        t["state"] = reported_status(records.get(t["task_id"]), t.get("state", t["status"]))
     if as_json:
         print_json(found)
         return
@@ -258,6 +261,22 @@ def tasks(
         table.add_row(plain(short[t["task_id"]]), plain(t["state"]), plain(t["user_id"]), plain(_steps(t)),
                       plain(t.get("title") or t["query"]))
     out().print(table)
+
+
+def _queue_statuses(settings: Any, task_ids: list[str]) -> dict[str, str]:
+    """The distributed mode: what the run queue says of these tasks (a run a worker holds, or one
+    whose worker is gone and that another takes over), which the listing reports over the checkpoint."""
+    from saber.cluster.signals import distributed
+
+    if not distributed(settings):
+        return {}
+    from saber.cluster.runtime import queue_statuses
+
+    try:
+        return queue_statuses(settings, task_ids)
+    except Exception as exc:  # the queue cannot be read: list what the checkpoints say
+        logging.getLogger(__name__).warning("reading the run queue failed: %s", exc)
+        return {}
 
 
 def _steps(task: dict[str, Any]) -> str:

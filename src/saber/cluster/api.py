@@ -14,8 +14,8 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 
@@ -28,11 +28,15 @@ from saber.cluster.signals import cancel_key, request_cancel, wake_channel
 from saber.config import Settings
 from saber.events import Done, Start
 from saber.observability import metrics, tracing
+from saber.outages import dependency_down
 from saber.redact import redact
 from saber.runs.errors import ApiError
 from saber.runs.manager import EventSource, RunManager, TaskRun
+from saber.runs.request import RunRequest
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ClusterRunManager(RunManager):
@@ -70,25 +74,42 @@ class ClusterRunManager(RunManager):
         if known is not None:
             await self.refresh([known])
             return known
-        row = await asyncio.to_thread(self.queue.get, task_id)
+        row = await _reachable(asyncio.to_thread(self.queue.get, task_id))
         if row is None or row["user_id"] != user_id:
             return None
-        run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"],
-                      query=redact(str(row["request"].get("message", ""))), started=float(row["enqueued_at"]),
-                      log=self._log(task_id, floor=int(row["request"].get("after") or 0)), queued=row["status"] == "queued")
-        await run.log.load()  # type: ignore[attr-defined]
+        stored = row["request"] if isinstance(row["request"], dict) else {}
+        after = stored.get("after")
+        run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"], query=redact(str(stored.get("message", ""))),
+                      started=float(row["enqueued_at"]), log=self._log(task_id, floor=after if isinstance(after, int) else 0),
+                      record=row["status"], error=row["error"])
+        await self._load(run)
         self._remember(run)
         return run
 
     async def refresh(self, runs: list[TaskRun]) -> None:
-        """Read the events of ``runs`` that were not finished, and whether they still wait in the queue."""
-        live = [r for r in runs if not r.finished]
+        """Read the events of ``runs`` that were not finished, and their records in the queue (which
+        decide their status: queued, running, recovering, or failed with its reason)."""
+        live = [r for r in runs if not r.finished or r.record not in ("done", "cancelled", "failed")]
         if not live:
             return
-        statuses = await asyncio.to_thread(self.queue.statuses, [r.task_id for r in live])
+        records = await _reachable(asyncio.to_thread(self.queue.records, [r.task_id for r in live]))
         for run in live:
+            if not run.finished:
+                await self._load(run)
+            run.record, run.error = records.get(run.task_id, (run.record, run.error))  # type: ignore[assignment]
+
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
+        """The queue's status of each of ``task_ids`` it holds (see ``RunQueue.statuses``)."""
+        return await _reachable(asyncio.to_thread(self.queue.statuses, task_ids))
+
+    async def _load(self, run: TaskRun) -> None:
+        """Read the run's events; with Redis down, keep what was read (the status comes from the queue)."""
+        try:
             await run.log.load()  # type: ignore[attr-defined]
-            run.queued = statuses.get(run.task_id) == "queued"
+        except Exception as exc:
+            if not dependency_down(exc):
+                raise
+            log.warning("reading the events of task %s failed: %s", run.task_id, exc)
 
     def admit(self, user_id: str) -> None:
         if self.closing:
@@ -98,26 +119,35 @@ class ClusterRunManager(RunManager):
     async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
         """Queue ``run`` (``spec``: the request, as the worker will make it); ``source`` is not used."""
         self.admit(run.user_id)
-        request = dict(spec or {})
+        try:
+            request = RunRequest.read(spec)
+        except ValueError as exc:
+            raise ApiError(422, "invalid_request", str(exc)) from None
         query = _check(self.agent, self.settings, run, request)
         if run.kind == "resume":  # refused here as the in-process server refuses it: a 409 before any stream
             saved = await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
             query = run.query = str(saved.meta.get("query", ""))
-        after = request["after"] = await self._log(run.task_id).last_seq()  # a resumed task's earlier events
-        await self.redis.delete(cancel_key(self.prefix, run.task_id))  # a cancel of an earlier run is spent
+        after = await _reachable(self._log(run.task_id).last_seq())  # a resumed task's earlier events
+        request = request.model_copy(update={"after": after})
+        await _reachable(self.redis.delete(cancel_key(self.prefix, run.task_id)))  # a cancel of an earlier run is spent
         try:
             with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
-                await asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id, kind=run.kind,
-                                        request=request, trace=tracing.traceparent())
+                await _reachable(asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id,
+                                                   kind=run.kind, request=request.stored(), trace=tracing.traceparent()))
         except DuplicateTask as exc:
             raise ApiError(409, "conflict", str(exc)) from None
         except QueueFull as exc:
             raise ApiError(429, "too_many_requests", f"{exc}: wait for one to finish (or cancel it)",
                            headers={"Retry-After": "1"}) from None
-        run.log, run.queued = self._log(run.task_id, floor=after), True
+        run.log, run.record = self._log(run.task_id, floor=after), "queued"
         self._remember(run)
-        await self._announce(run, after, query)
-        await self.redis.publish(wake_channel(self.prefix), run.task_id)
+        try:  # queued: a worker runs it and writes its events even if Redis fails this node now
+            await self._announce(run, after, query)
+            await self.redis.publish(wake_channel(self.prefix), run.task_id)
+        except Exception as exc:
+            if not dependency_down(exc):
+                raise
+            log.warning("announcing task %s failed (%s); the worker that takes it writes its start", run.task_id, exc)
         return run
 
     async def _announce(self, run: TaskRun, after: int, query: str) -> None:
@@ -128,13 +158,13 @@ class ClusterRunManager(RunManager):
             await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
 
     async def cancel(self, run: TaskRun) -> bool:
-        await run.log.load()  # type: ignore[attr-defined]
+        await self._load(run)
         if run.finished:
             return False
-        if await asyncio.to_thread(self.queue.cancel_waiting, run.task_id):
-            await self._end_waiting(run)  # no worker holds it: this node writes its end
+        if await _reachable(asyncio.to_thread(self.queue.cancel_waiting, run.task_id)):
+            await _reachable(self._end_waiting(run))  # no worker holds it: this node writes its end
         else:
-            await request_cancel(self.redis, self.prefix, run.task_id)
+            await _reachable(request_cancel(self.redis, self.prefix, run.task_id))
         return True
 
     async def _end_waiting(self, run: TaskRun) -> None:
@@ -164,7 +194,18 @@ class ClusterRunManager(RunManager):
             await asyncio.wait(set(self._cancelling), timeout=max(grace, 1.0))
 
 
-def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, Any]) -> str:
+async def _reachable(work: Awaitable[T]) -> T:
+    """``work``, or the 503 a request gets while PostgreSQL or Redis cannot be reached."""
+    try:
+        return await work
+    except Exception as exc:
+        if dependency_down(exc):
+            raise ApiError(503, "unavailable", "the run queue or its event store cannot be reached for a moment; "
+                                               "retry shortly", headers={"Retry-After": "2"}) from None
+        raise
+
+
+def _check(agent: Agent, settings: Settings, run: TaskRun, request: RunRequest) -> str:
     """What the worker would refuse at once, refused here with a 422 before anything is queued.
     Returns the query as the worker's agent takes it ("" for a resume)."""
     query = ""
@@ -172,11 +213,8 @@ def _check(agent: Agent, settings: Settings, run: TaskRun, request: dict[str, An
         check_task_id(run.task_id)
         check_user_id(run.user_id)
         if run.kind != "resume":
-            query = check_query(request.get("message", ""), max_chars=settings.max_query_chars)
-        mode = request.get("mode")
-        if mode is not None and mode not in ("chat", "tool", "rag", "react"):
-            raise ValueError(f"unknown mode {mode!r}: use chat, tool, rag or react")
-        selected = check_selected_tools(request.get("selected_tools"))
+            query = check_query(request.message, max_chars=settings.max_query_chars)
+        selected = check_selected_tools(request.selected_tools)
         if selected is not None:
             agent.registry.filter(selected)
     except ValueError as exc:

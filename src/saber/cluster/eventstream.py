@@ -15,7 +15,10 @@ answer is written again after it.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,8 +26,15 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from saber.jsonsafe import dumps, to_jsonable
+from saber.outages import dependency_down, retrying
 from saber.redact import redacted_value
 from saber.runs.eventlog import EventLog, LoggedEvent
+
+log = logging.getLogger(__name__)
+
+STALL_SECONDS = 5.0
+"""A read of Redis that has not answered this long past its own blocking time is a stall (Redis
+frozen, the network cut): the follower is told it is reconnecting."""
 
 
 class StreamTakenOver(Exception):
@@ -46,22 +56,54 @@ def _decode(entry_id: Any, fields: Any) -> tuple[LoggedEvent, bool]:
 
 
 class StreamWriter:
-    """Appends one run's events; ``open`` continues after what an earlier worker wrote."""
+    """Appends one run's events; ``open`` continues after what an earlier worker wrote.
 
-    def __init__(self, redis: Redis, prefix: str, task_id: str, *, maxlen: int, ttl: int, seq: int = 0) -> None:
+    It keeps the entries of the task's stream it read or wrote, so that when Redis comes back
+    empty (restarted without persistence) it writes them again under their own numbers before its
+    next event: a client that reconnects, or comes later, still gets every event. With
+    ``patience``, an append waits that long for Redis to come back (the run goes on meanwhile;
+    its events wait in order)."""
+
+    def __init__(self, redis: Redis, prefix: str, task_id: str, *, maxlen: int, ttl: int, seq: int = 0,
+                 patience: float = 0.0) -> None:
         """``seq``: the number of the stream's last event, when known (``open`` reads it)."""
         self.redis, self.key, self.maxlen, self.ttl = redis, stream_key(prefix, task_id), maxlen, ttl
         self.seq = seq
+        self.patience = patience
         self.ended = False
         """The last entry ends a run (it carries ``f=1``)."""
         self.last_type = ""
         """The type of the last entry."""
+        self.last_interrupted = False
+        """The last entry is the ``done`` of an interrupted run."""
+        self._kept: deque[tuple[int, dict[str, str]]] = deque(maxlen=maxlen)
 
     async def open(self) -> None:
-        last = await self.redis.xrevrange(self.key, count=1)
-        if last:
-            event, final = _decode(last[0][0], last[0][1])
+        """Continue after the stream's last entry (writing again what Redis lost of this writer's)."""
+        last: Any = await self.redis.xrevrange(self.key, count=1)
+        if not last:
+            await self._restore()
+            return
+        if _decode(last[0][0], last[0][1])[0].seq <= self.seq:
+            return
+        entries: Any = await self.redis.xrange(self.key, min=f"({self.seq}-1")
+        for entry_id, fields in entries:
+            event, final = _decode(entry_id, fields)
+            self._kept.append((event.seq, {_text(k): _text(v) for k, v in fields.items()}))
             self.seq, self.ended, self.last_type = event.seq, final, event.type
+            self.last_interrupted = final and bool(event.data.get("interrupted"))
+
+    async def _restore(self) -> None:
+        """Redis holds none of this task's stream (it restarted empty): write what this writer
+        knows of it again, under the same numbers."""
+        if not self._kept:
+            return
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for seq, fields in self._kept:
+                pipe.xadd(self.key, fields, id=f"{seq}-1", maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+            pipe.expire(self.key, self.ttl)
+            await pipe.execute()
+        log.warning("%s: Redis had lost the stream; its %d event(s) were written again", self.key, len(self._kept))
 
     def _begun(self, after: int) -> bool:
         """The run whose events follow event ``after`` has its ``start`` and nothing more."""
@@ -88,16 +130,44 @@ class StreamWriter:
         if final:
             fields["f"] = "1"
         try:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.xadd(self.key, fields, id=f"{seq}-1", maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
-                pipe.expire(self.key, self.ttl)
-                await pipe.execute()
-        except ResponseError as exc:
-            if "equal or smaller" in str(exc):
-                raise StreamTakenOver(f"{self.key}: another writer appended event {seq}") from None
-            raise
+            await self._add(seq, fields, retried=False)
+        except Exception as exc:
+            if self.patience <= 0 or not dependency_down(exc):
+                raise
+            async for attempt in retrying(timeout=self.patience, wait_initial=0.25, wait_max=5.0):
+                with attempt:
+                    await self._add(seq, fields, retried=True)
+        self._kept.append((seq, fields))
         self.seq, self.ended, self.last_type = seq, final, type_
+        self.last_interrupted = final and bool(data.get("interrupted"))
         return seq
+
+    async def _add(self, seq: int, fields: dict[str, str], *, retried: bool) -> None:
+        """Add entry ``seq``; into a stream that must exist already (``NOMKSTREAM``) once this writer
+        knows some of it, so that a stream Redis lost is noticed, and restored first."""
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.xadd(self.key, fields, id=f"{seq}-1", maxlen=self.maxlen, approximate=True,  # type: ignore[arg-type]
+                          nomkstream=bool(self._kept))
+                pipe.expire(self.key, self.ttl)
+                added, _ = await pipe.execute()
+        except ResponseError as exc:
+            if "equal or smaller" not in str(exc):
+                raise
+            if retried and await self._landed(seq, fields):  # the try that lost its connection had written it
+                return
+            raise StreamTakenOver(f"{self.key}: another writer appended event {seq}") from None
+        if added is None:  # the stream is gone: Redis restarted empty
+            await self._restore()
+            await self._add(seq, fields, retried=retried)
+
+    async def _landed(self, seq: int, fields: dict[str, str]) -> bool:
+        entries: Any = await self.redis.xrange(self.key, min=f"{seq}-1", max=f"{seq}-1")
+        return bool(entries) and {_text(k): _text(v) for k, v in entries[0][1].items()} == fields
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class RedisEventLog(EventLog):
@@ -128,12 +198,25 @@ class RedisEventLog(EventLog):
             self._mirror(*_decode(entry_id, fields))
 
     async def follow(self, after: int = 0) -> AsyncIterator[LoggedEvent]:
-        """Every event with a sequence number above ``after``, then new ones, until the run's end."""
+        """Every event with a sequence number above ``after``, then new ones, until the run's end.
+        While Redis cannot be reached, a ``reconnecting`` event (numbered as the last event sent,
+        so a client that reconnects with it as ``Last-Event-ID`` misses nothing) says so, and the
+        log reads on once Redis is back: the worker numbers its events on after the ones sent, and
+        writes again the events of a stream Redis lost (``StreamWriter``)."""
         position = f"{max(0, after, self.floor)}-1"
         while True:
-            reply: Any = await self.redis.xread({self.key: position}, block=self.block_ms, count=256)
-            if not reply and await self._ended_before(position):
-                return
+            try:
+                reply: Any = await asyncio.wait_for(self.redis.xread({self.key: position}, block=self.block_ms, count=256),
+                                                    self.block_ms / 1000.0 + STALL_SECONDS)
+                if not reply and await self._ended_before(position):
+                    return
+            except Exception as exc:
+                if not dependency_down(exc):
+                    raise
+                yield LoggedEvent(seq=int(position.split("-", 1)[0]), type="reconnecting",
+                                  data={"message": f"the event store cannot be reached ({exc}); reconnecting"})
+                await self._reconnect()
+                continue
             for _key, entries in reply or []:
                 for entry_id, fields in entries:
                     event, final = _decode(entry_id, fields)
@@ -142,6 +225,11 @@ class RedisEventLog(EventLog):
                     yield event
                     if final:
                         return
+
+    async def _reconnect(self) -> None:
+        async for attempt in retrying(timeout=None, wait_initial=0.5, wait_max=5.0):
+            with attempt:
+                await asyncio.wait_for(self.redis.ping(), STALL_SECONDS)
 
     async def last_seq(self) -> int:
         last = await self.redis.xrevrange(self.key, count=1)

@@ -26,6 +26,13 @@ _NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
 
 _LIVE = f"status = 'running' AND lease_until >= {_NOW}"
 
+_STATUS = f"CASE WHEN status = 'running' AND lease_until < {_NOW} THEN 'recovering' ELSE status END"
+"""A row's status as the API says it: a run whose worker stopped renewing its lease is ``recovering``."""
+
+MAX_ATTEMPTS = 5
+"""Times a run is taken before a failure that is not an outage (a bug, a crash of its worker each
+time) fails it for good, with its reason: a run that cannot work is not retried forever."""
+
 
 class QueueFull(Exception):
     """The user already has as many requests waiting or running as the queue accepts."""
@@ -42,13 +49,24 @@ class Claim:
     task_id: str
     user_id: str
     kind: str
-    request: dict[str, Any]
+    request: Any
+    """The stored request as JSON read it (a ``RunRequest``'s form; anything else is a malformed row)."""
     attempts: int
     """Times taken, this one included: above 1, an earlier worker started it."""
     enqueued_at: float
     waited: float
     """Seconds from the request to this claim."""
     trace: str
+
+
+def _json(text: Any) -> Any:
+    """A stored request: its JSON, or the text itself when it is not JSON (the worker fails that run)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _check_reuse(task_id: str, status: str, kind: str) -> None:
@@ -96,23 +114,31 @@ class RunQueue:
         return float(now)
 
     def get(self, task_id: str) -> dict[str, Any] | None:
+        """The row of ``task_id``; its ``status`` as ``statuses`` says it (``recovering`` included)."""
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT task_id, user_id, kind, request, status, enqueued_at, worker, attempts "
+            row = tx.execute(f"SELECT task_id, user_id, kind, request, {_STATUS}, enqueued_at, worker, attempts, error "
                              "FROM saber_run_queue WHERE task_id = ?", (task_id,)).fetchone()
         if row is None:
             return None
-        keys = ("task_id", "user_id", "kind", "request", "status", "enqueued_at", "worker", "attempts")
+        keys = ("task_id", "user_id", "kind", "request", "status", "enqueued_at", "worker", "attempts", "error")
         out = dict(zip(keys, row, strict=True))
-        out["request"] = json.loads(out["request"])
+        out["request"] = _json(out["request"])
         return out
 
     def statuses(self, task_ids: list[str]) -> dict[str, str]:
-        """The status (queued, running, done, cancelled) of each of ``task_ids`` the queue holds."""
+        """The status of each of ``task_ids`` the queue holds: queued, running (a live worker holds
+        it), recovering (its worker is gone: the lease ran out, another worker takes it next),
+        done, cancelled or failed."""
+        return {t: r[0] for t, r in self.records(task_ids).items()}
+
+    def records(self, task_ids: list[str]) -> dict[str, tuple[str, str | None]]:
+        """(status as ``statuses`` says it, the reason a failed run failed) of each of ``task_ids``."""
         if not task_ids:
             return {}
         with self.db.transaction() as tx:
-            rows = tx.execute("SELECT task_id, status FROM saber_run_queue WHERE task_id = ANY(?)", (task_ids,)).fetchall()
-        return {str(t): str(s) for t, s in rows}
+            rows = tx.execute(f"SELECT task_id, {_STATUS}, error FROM saber_run_queue WHERE task_id = ANY(?)",
+                              (task_ids,)).fetchall()
+        return {str(t): (str(s), e) for t, s, e in rows}
 
     def cancel_waiting(self, task_id: str) -> bool:
         """Mark a run no worker holds cancelled (queued, or running under an expired lease); True
@@ -159,7 +185,7 @@ class RunQueue:
                     f"RETURNING kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
                     (worker, self.lease_seconds, task_id)).fetchone()
                 kind, request, attempts, enqueued_at, waited, trace = row
-                return Claim(task_id=task_id, user_id=user_id, kind=kind, request=json.loads(request),
+                return Claim(task_id=task_id, user_id=user_id, kind=kind, request=_json(request),
                              attempts=int(attempts), enqueued_at=float(enqueued_at), waited=float(waited), trace=trace)
         return None
 
@@ -173,18 +199,24 @@ class RunQueue:
                               (self.lease_seconds, worker, task_ids)).fetchall()
         return {r[0] for r in rows}
 
-    def finish(self, worker: str, task_id: str, status: str) -> bool:
-        """``status``: done | cancelled. False if the run was no longer ``worker``'s. The request kept
-        in the row is redacted now that no worker needs its text (a secret in it is not kept)."""
+    def finish(self, worker: str, task_id: str, status: str, *, error: str | None = None) -> bool:
+        """``status``: done | cancelled | failed (``error``: why). False if the run was no longer
+        ``worker``'s. The request kept in the row is redacted now that no worker needs its text (a
+        secret in it is not kept)."""
         with self.db.transaction() as tx:
             row = tx.execute("SELECT request FROM saber_run_queue WHERE task_id = ? AND worker = ? AND status = 'running' "
                              "FOR UPDATE", (task_id, worker)).fetchone()
             if row is None:
                 return False
-            request = redact_value(json.loads(row[0]) if isinstance(row[0], str) else row[0])
-            tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL, request = ? "
-                       "WHERE task_id = ?", (status, json.dumps(request), task_id))
+            request = redact_value(_json(row[0]))
+            tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL, request = ?, "
+                       "error = ? WHERE task_id = ?", (status, json.dumps(request), error, task_id))
             return True
+
+    def fail(self, worker: str, task_id: str, reason: str) -> bool:
+        """End a run that cannot run (a malformed request, or ``MAX_ATTEMPTS`` failures) with its
+        reason, which the task's record shows; False if the run was no longer ``worker``'s."""
+        return self.finish(worker, task_id, "failed", error=reason[:2000])
 
     def hand_back(self, worker: str, task_id: str) -> bool:
         """Put a run ``worker`` stops (it is shutting down) back in the queue for another worker."""

@@ -21,6 +21,20 @@ from saber.observability import tracing
 log = logging.getLogger(__name__)
 
 
+def queue_statuses(settings: Settings, task_ids: list[str]) -> dict[str, str]:
+    """The run queue's status of each of ``task_ids`` it holds (blocking: for the CLI), or nothing
+    outside the distributed mode."""
+    from saber.cluster.signals import distributed
+
+    if not task_ids or not distributed(settings) or not str(settings.database_url).startswith("postgres"):
+        return {}
+    db = open_database(str(settings.database_url), pool_size=1)
+    try:
+        return RunQueue(db, lease_seconds=settings.cluster_lease, max_running_per_user=1).statuses(task_ids)
+    finally:
+        db.close()
+
+
 @dataclass(kw_only=True)
 class Cluster:
     settings: Settings

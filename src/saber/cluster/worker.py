@@ -24,17 +24,23 @@ from redis.asyncio import Redis
 from saber.agent import Agent
 from saber.agent.tasks import RESUMABLE, TASK_KIND
 from saber.cluster.eventstream import StreamTakenOver, StreamWriter
-from saber.cluster.queue import Claim, RunQueue
+from saber.cluster.queue import MAX_ATTEMPTS, Claim, RunQueue
 from saber.cluster.signals import cancel_channel, cancel_key, wake_channel
 from saber.config import Settings
 from saber.events import Done, Event
 from saber.llm.types import Message
 from saber.observability import metrics, tracing
+from saber.outages import dependency_down, retrying
+from saber.runs.request import RunRequest
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """Seconds an idle worker waits for a wake-up before it looks at the queue again."""
+
+OUTAGE_SECONDS = 600.0
+"""How long a worker keeps trying a run again (resumed, with backoff) while PostgreSQL or Redis
+is down, before it hands the run back to the queue for another worker."""
 
 
 @dataclass(kw_only=True)
@@ -98,8 +104,8 @@ class Worker:
                 await self._sleep()
                 continue
             try:
-                claim = await asyncio.to_thread(self.queue.claim, self.name)
-            except Exception:  # the database is unreachable for a moment: keep the worker alive
+                claim = await self._claim()
+            except Exception:  # not an outage (those are waited out in _claim): a bug; keep the worker alive
                 log.exception("taking a run from the queue failed")
                 claim = None
             if claim is None:
@@ -111,6 +117,15 @@ class Worker:
             running = _Running(claim=claim)
             self._runs[claim.task_id] = running
             running.task = asyncio.create_task(self._execute(running), name=f"saber-worker-run-{claim.task_id}")
+
+    async def _claim(self) -> Claim | None:
+        """The next run, waiting with backoff while the database cannot be reached."""
+        async for attempt in retrying(timeout=None, wait_initial=0.5, wait_max=10.0):
+            with attempt:
+                if self._stopping.is_set():
+                    return None
+                return await asyncio.to_thread(self.queue.claim, self.name)
+        return None
 
     async def _sleep(self) -> None:
         self._wake.clear()
@@ -133,24 +148,30 @@ class Worker:
     # -- signals -------------------------------------------------------------------------------
 
     async def _listen(self) -> None:
+        """Follow the cancel and wake-up channels; while Redis is down, connect again with backoff
+        (the cancel keys cover the gap, and the queue is polled meanwhile)."""
         cancels, wakes = cancel_channel(self.prefix), wake_channel(self.prefix)
         while True:
+            pubsub = self.redis.pubsub()
             try:
-                async with self.redis.pubsub() as pubsub:
-                    await pubsub.subscribe(cancels, wakes)
-                    async for message in pubsub.listen():
-                        if message.get("type") != "message":
-                            continue
-                        channel = _text(message["channel"])
-                        if channel == wakes:
-                            self._wake.set()
-                        elif channel == cancels:
-                            self._cancel(_text(message["data"]))
+                async for attempt in retrying(timeout=None, wait_initial=0.5, wait_max=10.0):
+                    with attempt:
+                        await pubsub.subscribe(cancels, wakes)
+                async for message in pubsub.listen():
+                    if message.get("type") != "message":
+                        continue
+                    channel = _text(message["channel"])
+                    if channel == wakes:
+                        self._wake.set()
+                    elif channel == cancels:
+                        self._cancel(_text(message["data"]))
             except asyncio.CancelledError:
                 raise
-            except Exception:  # Redis went away: subscribe again; the cancel keys cover the gap
-                log.exception("listening on Redis failed; retrying")
-                await asyncio.sleep(1.0)
+            except Exception as exc:  # Redis went away after the subscription: subscribe again
+                log.warning("listening on Redis failed (%s); connecting again", exc)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
 
     def _cancel(self, task_id: str) -> None:
         running = self._runs.get(task_id)
@@ -165,11 +186,17 @@ class Worker:
             running.cancel_sent = self.agent.cancel(running.claim.task_id)
 
     async def _heartbeat(self) -> None:
+        """Renew the leases every third of their length; while the database cannot be reached,
+        again with a short backoff, so the leases are renewed as soon as it is back (before
+        another worker would take the runs over)."""
+        beat = self.queue.lease_seconds / 3.0
         while True:
-            await asyncio.sleep(self.queue.lease_seconds / 3.0)
-            ids = list(self._runs)
+            await asyncio.sleep(beat)
             try:
-                held = await asyncio.get_running_loop().run_in_executor(self._beats, self.queue.renew, self.name, ids)
+                async for attempt in retrying(timeout=None, wait_initial=0.25, wait_max=beat):
+                    with attempt:
+                        ids = list(self._runs)
+                        held = await asyncio.get_running_loop().run_in_executor(self._beats, self.queue.renew, self.name, ids)
             except Exception:
                 log.exception("renewing the run leases failed")
                 continue
@@ -186,51 +213,108 @@ class Worker:
     async def _execute(self, running: _Running) -> None:
         claim = running.claim
         writer = StreamWriter(self.redis, self.prefix, claim.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl)
+                              ttl=self.settings.cluster_events_ttl, patience=OUTAGE_SECONDS)
+        # patience: while Redis is down the run goes on and its events wait (in order) to be written
         metrics.RUNS_RUNNING.inc()
-        status = "done"
         try:
-            await writer.open()
-            if writer.ended and writer.seq > int(claim.request.get("after") or 0) and claim.attempts > 1:
-                pass  # the worker before wrote the run's end, then died before saying so to the queue
-            elif await self.redis.exists(cancel_key(self.prefix, claim.task_id)):
-                await writer.append("done", _interrupted(claim), final=True)
-                status = "cancelled"
-            else:
-                with tracing.span(tracing.RUN_SPAN, kind="CONSUMER", parent=claim.trace,
-                                  **tracing.run_attributes(claim.task_id, **{"saber.attempt": claim.attempts})) as run_span:
-                    status = await self._stream(running, writer, tracing.RunSpans(run_span))
-        except StreamTakenOver as exc:
-            running.lost = True
-            log.warning("%s", exc)
-        except Exception as exc:  # a bug or Redis gone: the run is handed back for another try
-            log.exception("run %s failed in the worker", claim.task_id)
-            running.handing_back = not isinstance(exc, ValueError)
+            end, reason = await self._run(running, writer)
+            await self._settle(running, end, reason)  # still listed: the heartbeat keeps its lease meanwhile
         finally:
             self._runs.pop(claim.task_id, None)
             metrics.RUNS_RUNNING.dec()
             self._wake.set()
-        await self._settle(running, status)
 
-    async def _settle(self, running: _Running, status: str) -> None:
-        task_id = running.claim.task_id
+    async def _run(self, running: _Running, writer: StreamWriter) -> tuple[str, str]:
+        """Run the claim to its end: (done | cancelled | failed | handback | lost, the reason a failed
+        run failed). While PostgreSQL or Redis is down the run is tried again here, resumed from
+        its checkpoint, with backoff (``OUTAGE_SECONDS`` at most); a run that is broken (its request
+        malformed, or failing ``MAX_ATTEMPTS`` times) is failed with its reason."""
+        claim = running.claim
         try:
-            if running.lost:
-                return
-            if running.handing_back:
-                await asyncio.to_thread(self.queue.hand_back, self.name, task_id)
-                self.stats.handed_back += 1
-            else:
-                await asyncio.to_thread(self.queue.finish, self.name, task_id, status)
-                self.stats.finished += 1
-                self.stats.ids.append(task_id)
+            request = RunRequest.read(claim.request)
+        except ValueError as exc:
+            log.error("run %s: %s; failing it", claim.task_id, exc)
+            await self._announce_failure(writer, claim, str(exc))
+            return "failed", str(exc)
+        tries = 0
+        try:
+            async for attempt in retrying(timeout=OUTAGE_SECONDS, wait_initial=0.5, wait_max=10.0, on=_again):
+                with attempt:
+                    if running.lost:
+                        return "lost", ""
+                    if running.handing_back or (tries and self._stopping.is_set()):
+                        return "handback", ""
+                    tries += 1
+                    if tries > 1:
+                        log.warning("run %s: trying again (try %d), resumed from its checkpoint", claim.task_id, tries)
+                    end = await self._once(running, writer, request, claim.attempts + tries - 1)
+                    return ("lost" if running.lost else "handback" if running.handing_back else end), ""
+        except StreamTakenOver as exc:
+            log.warning("%s", exc)
+            return "lost", ""
+        except Exception as exc:
+            if _again(exc):
+                log.warning("run %s: %s still failing after %s s; handing it back", claim.task_id, exc, OUTAGE_SECONDS)
+                return "handback", ""
+            log.exception("run %s failed in the worker", claim.task_id)
+            if claim.attempts < MAX_ATTEMPTS:
+                return "handback", ""
+            reason = f"the run failed in the worker {claim.attempts} times; the last time: {type(exc).__name__}: {exc}"
+            await self._announce_failure(writer, claim, reason)
+            return "failed", reason
+        return "handback", ""
+
+    async def _once(self, running: _Running, writer: StreamWriter, request: RunRequest, attempt: int) -> str:
+        claim = running.claim
+        await writer.open()
+        if writer.ended and writer.seq > request.after and attempt > 1:
+            return "cancelled" if writer.last_interrupted else "done"  # the end was written; the settle was not
+        if await self.redis.exists(cancel_key(self.prefix, claim.task_id)):
+            await writer.append("done", _interrupted(claim, request), final=True)
+            return "cancelled"
+        with tracing.span(tracing.RUN_SPAN, kind="CONSUMER", parent=claim.trace,
+                          **tracing.run_attributes(claim.task_id, **{"saber.attempt": attempt})) as run_span:
+            return await self._stream(running, writer, request, attempt, tracing.RunSpans(run_span))
+
+    async def _announce_failure(self, writer: StreamWriter, claim: Claim, reason: str) -> None:
+        """Tell the run's followers why it failed; with Redis down, the queue's record keeps the reason."""
+        writer.patience = min(writer.patience, 5.0)
+        try:
+            await writer.open()
+            await writer.append("error", {"message": reason, "where": "worker"})
+            await writer.append("done", _interrupted(claim, None), final=True)
+        except Exception as exc:
+            log.warning("run %s: writing its failure to Redis failed: %s", claim.task_id, exc)
+
+    async def _settle(self, running: _Running, end: str, reason: str) -> None:
+        """Record the run's end in the queue, waiting out an outage (for about a lease: after that
+        another worker takes the run, finds its end, and settles it)."""
+        task_id = running.claim.task_id
+        if end == "lost":
+            return
+        try:
+            async for attempt in retrying(timeout=self.queue.lease_seconds, wait_initial=0.25, wait_max=5.0):
+                with attempt:
+                    if end == "handback":
+                        await asyncio.to_thread(self.queue.hand_back, self.name, task_id)
+                    elif end == "failed":
+                        await asyncio.to_thread(self.queue.fail, self.name, task_id, reason)
+                    else:
+                        await asyncio.to_thread(self.queue.finish, self.name, task_id, end)
         except Exception:  # the lease runs out and another worker settles it
             log.exception("settling run %s in the queue failed", task_id)
+            return
+        if end == "handback":
+            self.stats.handed_back += 1
+        else:
+            self.stats.finished += 1
+            self.stats.ids.append(task_id)
 
-    async def _stream(self, running: _Running, writer: StreamWriter, spans: tracing.RunSpans) -> str:
+    async def _stream(self, running: _Running, writer: StreamWriter, request: RunRequest, attempt: int,
+                      spans: tracing.RunSpans) -> str:
         claim = running.claim
         observer = metrics.RunObserver()
-        source = await self._source(claim)
+        source = await self._source(claim, request, attempt)
         done: Event | None = None
         try:
             async with contextlib.aclosing(source) as events:  # type: ignore[type-var]
@@ -240,46 +324,62 @@ class Worker:
                     if running.lost:
                         return "cancelled"
                     if event.type == "error" and _held_elsewhere(event.data):
-                        # the checkpoint is still leased to a worker that lost this run but has not
-                        # noticed yet: leave the run to the queue's lease; it is taken again after it
-                        running.lost = True
+                        # the checkpoint is still leased to a runtime that has not let go yet (another
+                        # worker that lost this run, or this worker's try before an outage): wait for it
                         self._stop_run(running)
-                        return "cancelled"
+                        raise _Paused(str(event.data.get("message", "")))
                     if event.type == "done":
                         done = event  # written once the agent's request has wound down (its checkpoint says how it ended)
                         break
                     observer.observe(event.type, event.data)
                     spans.observe(event.type, event.data)
                     if event.type == "start":
-                        await writer.append_start(event.data, after=int(claim.request.get("after") or 0),
-                                                  attempt=claim.attempts)
+                        await writer.append_start(event.data, after=request.after, attempt=attempt)
                     else:
                         await writer.append(event.type, event.data)
         except ValueError as exc:  # the request itself was refused (a task id in use, a finished task)
             await writer.append("error", {"message": str(exc), "where": "worker"})
-            await writer.append("done", _interrupted(claim), final=True)
+            await writer.append("done", _interrupted(claim, request), final=True)
             return "cancelled"
+        finally:
+            running.cancel_sent = False  # the next try's request is a new one: a cancel must reach it
         if done is not None and not (running.handing_back or running.lost):
+            await self._check_recorded(running, done)
             observer.observe(done.type, done.data)
             spans.observe(done.type, done.data)
             await writer.append(done.type, done.data, final=True)
             return "cancelled" if done.data.get("interrupted") else "done"
         if running.handing_back or running.lost:
             return "cancelled"
-        await writer.append("done", _interrupted(claim), final=True)  # a stream that ended without done
+        await writer.append("done", _interrupted(claim, request), final=True)  # a stream that ended without done
         return "cancelled"
 
-    async def _source(self, claim: Claim) -> AsyncIterator[Event]:
-        request = claim.request
-        if claim.attempts > 1:
+    async def _check_recorded(self, running: _Running, done: Event) -> None:
+        """Raise ``_Paused`` when a react task's run ended without its checkpoint saying so (a
+        write failed past the runtime's patience, or the run stopped itself): the run is then
+        resumed, and its end written and settled only once the checkpoint is terminal. One truth:
+        the queue never calls a run finished that its checkpoint calls running."""
+        if running.cancel_requested:
+            return
+        store = self.agent.services.checkpoints
+        if store is None:
+            return
+        saved = await store.load(running.claim.task_id)
+        if saved is None or saved.meta.get("kind") != TASK_KIND or saved.status in ("done", "failed"):
+            return
+        raise _Paused(f"task {running.claim.task_id} ended its run with its checkpoint {saved.status!r}"
+                      f"{' (interrupted)' if done.data.get('interrupted') else ''}")
+
+    async def _source(self, claim: Claim, request: RunRequest, attempt: int) -> AsyncIterator[Event]:
+        if attempt > 1:
             await self._reopen_answer(claim)
-        if claim.kind == "resume" or (claim.attempts > 1 and await self._resumable(claim.task_id)):
+        if claim.kind == "resume" or (attempt > 1 and await self._resumable(claim.task_id)):
             return self.agent.resume(claim.task_id, user_id=claim.user_id)
-        history = request.get("history")
+        history = request.history
         return self.agent.stream(
-            str(request.get("message", "")), user_id=claim.user_id, mode=request.get("mode"),
-            selected_tools=request.get("selected_tools"), use_rag=request.get("use_rag"), task_id=claim.task_id,
-            history=[Message(role=m["role"], content=m["content"]) for m in history] if history is not None else None)
+            request.message, user_id=claim.user_id, mode=request.mode, selected_tools=request.selected_tools,
+            use_rag=request.use_rag, task_id=claim.task_id,
+            history=[Message(role=m.role, content=m.content) for m in history] if history is not None else None)
 
     async def _reopen_answer(self, claim: Claim) -> None:
         """The react task's checkpoint says its answer was written, yet its ``done`` never reached
@@ -298,8 +398,19 @@ class Worker:
         return saved is not None and saved.meta.get("kind") == TASK_KIND and saved.status in RESUMABLE
 
 
-def _interrupted(claim: Claim) -> dict[str, Any]:
-    return Done(answer="", mode=str(claim.request.get("mode") or "chat"), task_id=claim.task_id, interrupted=True).data
+def _interrupted(claim: Claim, request: RunRequest | None) -> dict[str, Any]:
+    mode = request.mode if request is not None and request.mode else "chat"
+    return Done(answer="", mode=mode, task_id=claim.task_id, interrupted=True).data
+
+
+class _Paused(Exception):
+    """The run stopped before its end was recorded (its checkpoint store or Redis was down longer
+    than it waits, or its checkpoint was still held): it is resumed, not settled."""
+
+
+def _again(exc: BaseException) -> bool:
+    """Try the run again here: a dependency is down, or the run paused."""
+    return isinstance(exc, _Paused) or dependency_down(exc)
 
 
 def _held_elsewhere(error: dict[str, Any]) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError
+from saber.outages import retrying
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +32,14 @@ class LeaseKeeper:
             self._task = None
 
     async def _beat(self) -> None:
+        beat = self.store.lease_seconds / 3.0
         while True:
-            await asyncio.sleep(self.store.lease_seconds / 3.0)
-            try:
-                still_ours = await self.store.renew(self.task_id, self.owner)
-            except Exception:  # the database is unreachable: keep trying, the saves will tell
+            await asyncio.sleep(beat)
+            try:  # the database is unreachable: try again soon, so the lease is renewed as soon as it is back
+                async for attempt in retrying(timeout=None, wait_initial=0.25, wait_max=beat):
+                    with attempt:
+                        still_ours = await self.store.renew(self.task_id, self.owner)
+            except Exception:  # not an outage: keep beating, the saves will tell
                 log.exception("renewing the lease of task %s failed", self.task_id)
                 continue
             if not still_ours:

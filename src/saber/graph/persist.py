@@ -12,10 +12,26 @@ from saber.graph.checkpoint.base import CheckpointStore, TaskClaimedError, TaskS
 from saber.graph.node import Node, NodeStatus
 from saber.graph.result import RunStatus
 from saber.graph.state import GraphState
+from saber.outages import dependency_down, retrying
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[Event], Awaitable[None]]
+
+async def durably(store: CheckpointStore, task_id: str, write: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a checkpoint write to its end (``finish_anyway``), again with backoff while the store is
+    down (``saber.outages``), for at most ``store.outage_seconds``: the run is paused meanwhile
+    (its scheduler waits here, so nothing new starts). Any other failure, or a longer outage, is raised."""
+    try:
+        return await finish_anyway(write())
+    except Exception as exc:
+        if not dependency_down(exc):
+            raise
+        log.warning("task %s: the checkpoint store cannot be reached (%s); the run waits for it", task_id, exc)
+    async for attempt in retrying(timeout=store.outage_seconds, wait_initial=0.25, wait_max=5.0):
+        with attempt:
+            return await finish_anyway(write())
+    raise AssertionError("unreachable: stamina raises the last error when it gives up")
 
 
 async def save_graph(
@@ -25,8 +41,8 @@ async def save_graph(
     """Write the whole graph as a running task; a failure is logged and emitted, not raised (``lost``
     is called first when another live process holds the task). Returns whether it was written."""
     try:
-        await finish_anyway(store.save_graph(task_id, nodes, config=config, status="running", replans=replans,
-                                             meta=meta, owner=owner))
+        await durably(store, task_id, lambda: store.save_graph(task_id, nodes, config=config, status="running",
+                                                        replans=replans, meta=meta, owner=owner))
     except TaskClaimedError as exc:
         lost(exc)
         await emit(Error(message=str(exc), where="checkpoint"))
@@ -45,7 +61,7 @@ async def save_nodes(
     """Write the changed nodes; returns the error event to announce if that failed (``lost`` is
     called first when another process holds the task now)."""
     try:
-        await finish_anyway(store.save_nodes(task_id, nodes, replans=replans, owner=owner))
+        await durably(store, task_id, lambda: store.save_nodes(task_id, nodes, replans=replans, owner=owner))
     except TaskClaimedError as exc:
         lost(exc)
         return Error(message=str(exc), where="checkpoint")
@@ -80,7 +96,7 @@ async def answered(store: CheckpointStore, task_id: str, status: RunStatus) -> N
     """The answer of a run checkpointed as "answering" is written: record how the run ended.
     A failure is logged (the task then stays resumable, and a resume writes the answer again)."""
     try:
-        await finish_anyway(store.set_status(task_id, status))
+        await durably(store, task_id, lambda: store.set_status(task_id, status))
     except Exception:
         log.exception("recording the end of task %s failed", task_id)
 
@@ -89,7 +105,7 @@ async def set_status(store: CheckpointStore, task_id: str, status: TaskStatus, *
                      emit: Emit) -> None:
     """Record how the run ended (which ends ``owner``'s lease); a failure is logged and emitted."""
     try:
-        await finish_anyway(store.set_status(task_id, status, owner=owner))
+        await durably(store, task_id, lambda: store.set_status(task_id, status, owner=owner))
     except TaskClaimedError as exc:
         log.error("%s; its status is left to the new owner", exc)
         await emit(Error(message=str(exc), where="checkpoint"))

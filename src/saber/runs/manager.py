@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 
 EventSource = Callable[[], AsyncIterator[Event]]
 
-TaskStatus = Literal["queued", "running", "done", "cancelled"]
-"""A run's status: queued (distributed mode: no worker has taken it yet), running, done, cancelled."""
+TaskStatus = Literal["queued", "running", "recovering", "done", "cancelled", "failed"]
+"""A run's status: queued (distributed mode: no worker has taken it yet), running, recovering
+(distributed mode: its worker is gone, another takes it over), done, cancelled, failed (distributed
+mode: the run could not run, say a malformed queued request; ``TaskRun.error`` says why)."""
 
 
 @dataclass(kw_only=True)
@@ -45,8 +47,15 @@ class TaskRun:
     log: EventLog = field(default_factory=EventLog)
     pump: asyncio.Task[None] | None = None
     observer: RunObserver = field(default_factory=RunObserver)
-    queued: bool = False
-    """Waiting in the run queue for a worker (the distributed mode), as last seen."""
+    record: TaskStatus | None = None
+    """The distributed mode: the status of the run's record in the run queue, as last read. It
+    decides while the run is not finished (queued, running, recovering) and when it failed."""
+    error: str | None = None
+    """Why the run failed (``record`` failed)."""
+
+    @property
+    def queued(self) -> bool:
+        return self.record == "queued"
 
     @property
     def finished(self) -> bool:
@@ -54,8 +63,10 @@ class TaskRun:
 
     @property
     def status(self) -> TaskStatus:
-        if not self.finished:
-            return "queued" if self.queued else "running"
+        if self.record == "failed":
+            return "failed"
+        if not self.finished:  # the record decides (also for a run settled whose events Redis lost)
+            return self.record if self.record is not None else "running"
         done = self.log.last("done")
         return "cancelled" if done is not None and done.data.get("interrupted") else "done"
 
@@ -63,7 +74,7 @@ class TaskRun:
         done = self.log.last("done")
         return {"task_id": self.task_id, "status": self.status, "user_id": self.user_id, "query": self.query,
                 "kind": self.kind, "started": self.started, "events": len(self.log.events),
-                "mode": done.data.get("mode") if done else None}
+                "mode": done.data.get("mode") if done else None, "error": self.error}
 
 
 class RunManager:
@@ -100,6 +111,12 @@ class RunManager:
     async def find(self, task_id: str, user_id: str) -> TaskRun | None:
         """``get``; the distributed mode's manager also finds tasks other nodes accepted."""
         return self.get(task_id, user_id)
+
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
+        """The status of each of ``task_ids`` whose run this manager knows: what the API reports
+        for a task before its checkpoint (the distributed mode's manager reads the run queue)."""
+        wanted = set(task_ids)
+        return {r.task_id: r.status for r in self._runs.values() if r.task_id in wanted}
 
     async def refresh(self, runs: list[TaskRun]) -> None:
         """Bring what ``runs`` know of their tasks up to date: nothing to do for runs in this process;

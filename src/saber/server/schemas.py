@@ -43,9 +43,10 @@ class ChatResponse(BaseModel):
 
 class TaskSummary(BaseModel):
     task_id: str
-    status: str = Field(description="queued (distributed mode: no worker has taken it yet), running, done or "
-                                    "cancelled; a react task known only from its checkpoint may also be answering "
-                                    "or failed.")
+    status: str = Field(description="queued (distributed mode: no worker has taken it yet), running, recovering "
+                                    "(distributed mode: its worker is gone, another takes it over), done, cancelled "
+                                    "or failed; a react task known only from its checkpoint may also be answering, "
+                                    "or interrupted (its process died: resume it).")
     user_id: str | None = None
     query: str | None = None
     title: str | None = Field(None, description="The query as plain text on one line, Markdown marks removed "
@@ -71,6 +72,7 @@ class NodeOut(BaseModel):
 class TaskDetail(TaskSummary):
     mode: str | None = None
     answer: str | None = None
+    error: str | None = Field(None, description="Why the run failed before it could run (a malformed queued request).")
     nodes: list[NodeOut] = Field(default_factory=list, description="The plan of a react task, node by node.")
     events: int = Field(0, description="Events in the live log (0 when only the checkpoint is known).")
 

@@ -160,10 +160,10 @@ def slow_answer_reply(body: dict[str, Any]) -> Any:
 
 
 def task_status(api: str, task_id: str, user: str) -> dict[str, Any]:
-    """``GET /api/tasks/{id}`` once the task is no longer queued or running."""
+    """``GET /api/tasks/{id}`` once the task is no longer queued, running or recovering."""
     while True:
         detail: dict[str, Any] = httpx.get(f"{api}/api/tasks/{task_id}", params={"user_id": user}, timeout=30).json()
-        if detail.get("status") not in ("queued", "running"):
+        if detail.get("status") not in ("queued", "running", "recovering"):
             return detail
         time.sleep(0.2)
 

@@ -214,3 +214,19 @@ def test_a_user_at_the_limit_does_not_hold_up_the_next_user(queue: RunQueue) -> 
     row = queue.get("a1")
     assert row is not None and (row["task_id"], row["user_id"], row["kind"], row["status"]) == ("a1", "alice", "chat", "queued")
     assert row["enqueued_at"] > 0 and row["worker"] is None and row["attempts"] == 0
+
+
+def test_a_run_whose_worker_is_gone_is_recovering_and_a_failed_one_keeps_its_reason(queue: RunQueue) -> None:
+    queue.lease_seconds = 0.2
+    add(queue, "t1", "alice")
+    add(queue, "t2", "alice")
+    assert queue.claim("w1") is not None and queue.claim("w1") is not None
+    assert queue.statuses(["t1", "t2"]) == {"t1": "running", "t2": "running"}
+    time.sleep(0.3)  # the worker stopped renewing its leases (what is tested, not a wait for something)
+    assert queue.statuses(["t1"]) == {"t1": "recovering"}, "nobody is on it: not reported running"
+    assert queue.get("t1")["status"] == "recovering"  # type: ignore[index]
+    assert queue.renew("w1", ["t1", "t2"]) == {"t1", "t2"}, "its worker was only slow: it goes on"
+    assert queue.fail("w1", "t2", "malformed run request: history: Input should be a valid list")
+    assert queue.records(["t1", "t2"]) == {"t1": ("running", None),
+                                           "t2": ("failed", "malformed run request: history: Input should be a valid list")}
+    assert queue.claim("w2") is None, "a failed run is not taken again"

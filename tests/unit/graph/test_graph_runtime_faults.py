@@ -105,18 +105,45 @@ async def test_a_scheduler_crash_leaves_no_worker_running(monkeypatch: pytest.Mo
 
 
 class FailingStore(SQLiteCheckpointStore):
-    """A store whose node writes fail after the first ``ok_writes`` (a database that went away)."""
+    """A store whose node writes fail after the first ``ok_writes`` (a database that went away),
+    ``failures`` times (then it is back), or for good."""
 
-    def __init__(self, path: Path, ok_writes: int) -> None:
+    def __init__(self, path: Path, ok_writes: int, *, failures: int | None = None, outage_seconds: float = 0.3) -> None:
         super().__init__(path)
         self.ok_writes = ok_writes
+        self.failures = failures
+        self.outage_seconds = outage_seconds
+        self.failed = 0
 
     async def save_nodes(self, task_id: str, nodes: Sequence[Node], *, replans: int | None = None,
                          owner: str | None = None) -> None:
-        if self.ok_writes <= 0:
+        if self.ok_writes <= 0 and (self.failures is None or self.failed < self.failures):
+            self.failed += 1
             raise OSError("disk I/O error")
         self.ok_writes -= 1
         await super().save_nodes(task_id, nodes, replans=replans, owner=owner)
+
+
+async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_is_back(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    async def step(args: dict[str, Any]) -> str:
+        calls.append(str(args.get("key")))
+        return "ok"
+
+    tools = {"s": fn_tool("s", step, {"type": "object", "properties": {"key": {"type": "string"}}})}
+    chain = [Node(id=f"n{i}", tool="s", params={"key": f"n{i}"}, depends_on=[f"n{i - 1}"] if i > 1 else [])
+             for i in range(1, 5)]
+    store = FailingStore(tmp_path / "cp.db", ok_writes=1, failures=3, outage_seconds=30)
+    rec = Recorder()
+    result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
+    assert store.failed == 3, "the write was tried again until the store was back"
+    assert result.status == "done" and result.stopped is None
+    assert calls == ["n1", "n2", "n3", "n4"], "no step ran twice, none was skipped"
+    assert not rec.of("error"), "an outage that was waited out is no error"
+    saved = await store.load("t1")
+    assert saved is not None and saved.status == "done" and all(n.status is NodeStatus.DONE for n in saved.nodes)
+    await store.close()
 
 
 async def test_a_failed_checkpoint_write_stops_the_run_resumably(tmp_path: Path) -> None:
@@ -129,7 +156,7 @@ async def test_a_failed_checkpoint_write_stops_the_run_resumably(tmp_path: Path)
     tools = {"s": fn_tool("s", step, {"type": "object", "properties": {"key": {"type": "string"}}})}
     chain = [Node(id=f"n{i}", tool="s", params={"key": f"n{i}"}, depends_on=[f"n{i - 1}"] if i > 1 else [])
              for i in range(1, 5)]
-    store = FailingStore(tmp_path / "cp.db", ok_writes=1)
+    store = FailingStore(tmp_path / "cp.db", ok_writes=1)  # down for longer than the run waits (0.3 s)
     rec = Recorder()
     result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
     assert calls == ["n1", "n2"], "no node starts after a checkpoint write failed"

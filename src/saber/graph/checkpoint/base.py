@@ -27,6 +27,11 @@ of that, so a process that vanished without a trace (another host, a frozen VM) 
 tasks within this time; a killed process on the same host frees them at once (its pid is gone)."""
 
 
+DEFAULT_OUTAGE_SECONDS = 120.0
+"""A database restart (or a failover) is waited out: the run pauses, nothing new starts, and when
+the write goes through the run goes on; an outage longer than this stops the run (resumable)."""
+
+
 class TaskClaimedError(RuntimeError):
     """The task is running in another live process (or another process took it over from us)."""
 
@@ -77,6 +82,9 @@ class CheckpointStore(ABC):
     owner's process is gone."""
 
     lease_seconds: float = DEFAULT_LEASE_SECONDS
+    outage_seconds: float = DEFAULT_OUTAGE_SECONDS
+    """How long a running task waits, paused, for a write that fails because the store cannot be
+    reached (``saber.outages``), trying again with backoff, before the run stops."""
 
     @abstractmethod
     async def save_graph(

@@ -10,12 +10,13 @@ from fastapi import APIRouter, Request
 from sse_starlette import EventSourceResponse
 
 from saber.agent import Agent
-from saber.agent.tasks import task_title
+from saber.agent.tasks import task_state, task_title
 from saber.events import Event
 from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
 from saber.redact import redacted, redacted_value
 from saber.runs.manager import TaskRun
+from saber.runs.status import reported_status
 from saber.server.deps import AgentDep, RunsDep, UserDep
 from saber.server.errors import ERROR_RESPONSES, ApiError, not_found, shown
 from saber.server.offloop import store_call
@@ -39,17 +40,16 @@ async def _checkpoint(agent: Agent, task_id: str, user: str) -> Checkpoint | Non
 async def list_tasks(agent: AgentDep, runs: RunsDep, user: UserDep) -> list[TaskSummary]:
     out: dict[str, TaskSummary] = {}
     checkpointed = await store_call(agent.services.checkpoints, lambda: agent.tasks(user_id=user, unfinished=False))
+    records = await runs.records([t["task_id"] for t in checkpointed])
     for t in checkpointed:
-        out[t["task_id"]] = TaskSummary(task_id=t["task_id"], status=t["status"], user_id=t["user_id"],
-                                        query=t["query"], title=t.get("title"), live=False)
+        out[t["task_id"]] = TaskSummary(task_id=t["task_id"], status=reported_status(records.get(t["task_id"]), t["state"]),
+                                        user_id=t["user_id"], query=t["query"], title=t.get("title"), live=False)
     mine = runs.runs_of(user)
     await runs.refresh(mine)
     for run in mine:
-        s = run.summary()
         known = out.get(run.task_id)
-        status = str(s["status"]) if known is None or not run.finished else known.status
-        out[run.task_id] = TaskSummary(task_id=run.task_id, status=status, user_id=user, query=run.query,
-                                       title=task_title(run.query), live=True)
+        out[run.task_id] = TaskSummary(task_id=run.task_id, status=reported_status(run.status, known.status if known else None),
+                                       user_id=user, query=run.query, title=task_title(run.query), live=True)
     return list(out.values())
 
 
@@ -66,13 +66,12 @@ async def get_task(task_id: str, agent: AgentDep, runs: RunsDep, user: UserDep) 
                      result=s["result"], error=s["error"]) for n, s in zip(saved.nodes if saved else [], served, strict=True)]
     summary: dict[str, Any] = run.summary() if run is not None else {}
     done = run.log.last("done") if run is not None else None
-    status = str(summary["status"]) if run is not None and (not run.finished or saved is None) else (
-        saved.status if saved is not None else "unknown")
+    status = reported_status(run.status if run is not None else None, task_state(saved) if saved is not None else None)
     query = await redacted(run.query if run else str(saved.meta.get("query") if saved else ""))
     return TaskDetail(task_id=task_id, status=status, user_id=user, query=query, title=task_title(query),
                       live=run is not None, mode=done.data.get("mode") if done else ("react" if saved else None),
                       answer=done.data.get("answer") if done else None, nodes=nodes,
-                      events=len(run.log.events) if run else 0)
+                      events=len(run.log.events) if run else 0, error=summary.get("error"))
 
 
 @router.post("/{task_id}/cancel", response_model=CancelResponse, summary="Cancel one of the caller's tasks")
