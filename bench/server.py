@@ -40,11 +40,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+from starlette.requests import Request
 
 USERS = 257
 ANSWER = "Hello! This is the fake model answering your question in a few short words, as a small model would."
@@ -71,16 +73,21 @@ def serve_fake(port_file: Path) -> None:
     from saber.testing.fake_openai import _Handler
 
     reply = FakeReply(text=ANSWER)
+    stats = {"requests": 0, "messages": 0, "bytes": 0}
+    """Read with ``GET /v1/stats``: the two servers must make the same upstream calls."""
 
     class Endless(FakeOpenAIServer):
         def _next_reply(self, body: dict[str, Any], number: int) -> FakeReply | None:
+            stats["requests"] += 1
+            stats["messages"] += len(body["messages"])
+            stats["bytes"] += len(json.dumps(body["messages"]))
             return reply
 
         def _record(self, handler: _Handler, body: Any) -> int:
             return 0
 
     ThreadingHTTPServer.request_queue_size = 4096  # 500 streams connect to it at once (the default backlog is 5)
-    server = Endless().start()
+    server = Endless(routes={"/v1/stats": stats}).start()
     port_file.write_text(str(server.port))
     threading.Event().wait()
 
@@ -128,16 +135,21 @@ class BareRun:
         self.before = [e for e in template if e["type"] not in ("token", "done")]
         self.done = next(e["data"] for e in template if e["type"] == "done")
         self.upstream = upstream
+        self.history: dict[str, deque[dict[str, str]]] = {}
+        """Each user's last 20 messages (Saber's ``history_turns``), sent before the new one as Saber does."""
 
-    async def events(self, body: ChatBody) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
+    async def events(self, body: ChatBody, user: str) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
         task_id = uuid.uuid4().hex
+        history = self.history.setdefault(user, deque(maxlen=20))
+        before = list(history)
+        history.append({"role": "user", "content": body.message})
         n = 0
         for event in self.before:
             data = {**event["data"], **({"task_id": task_id} if "task_id" in event["data"] else {})}
             n += 1
-            yield n, event["type"], ({**data, "query": body.message} if event["type"] == "start" else data)
+            yield n, event["type"], ({**data, "query": body.message, "user_id": user} if event["type"] == "start" else data)
         stream = await self.upstream.chat.completions.create(
-            model="fake-model", stream=True, messages=[{"role": "system", "content": self.system},
+            model="fake-model", stream=True, messages=[{"role": "system", "content": self.system}, *before,
                                                        {"role": "user", "content": body.message}])
         answer = ""
         async for chunk in stream:
@@ -146,11 +158,12 @@ class BareRun:
                 answer += piece
                 n += 1
                 yield n, "token", {"content": piece}
+        history.append({"role": "assistant", "content": answer})
         yield n + 1, "done", {**self.done, "answer": answer, "task_id": task_id}
 
 
 def bare_app(keys: KeyCheck, runs: BareRun) -> Any:
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI
     from fastapi.responses import JSONResponse
     from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -170,16 +183,18 @@ def bare_app(keys: KeyCheck, runs: BareRun) -> Any:
         return {"status": "ok"}
 
     @app.post("/api/chat")
-    async def chat(body: ChatBody) -> dict[str, Any]:
-        logged = [{"id": n, "type": t, "data": d} async for n, t, d in runs.events(body)]
+    async def chat(body: ChatBody, request: Request) -> dict[str, Any]:
+        logged = [{"id": n, "type": t, "data": d} async for n, t, d in runs.events(body, request.state.user_id)]
         done: dict[str, Any] = logged[-1]["data"]  # type: ignore[assignment]
         return {"answer": done["answer"], "mode": done["mode"], "task_id": done["task_id"], "usage": done.get("usage") or {},
                 "model": done.get("model"), "interrupted": False, "events": logged}
 
     @app.post("/api/chat/stream")
-    async def chat_stream(body: ChatBody) -> EventSourceResponse:
+    async def chat_stream(body: ChatBody, request: Request) -> EventSourceResponse:
+        user = request.state.user_id
+
         async def sse() -> AsyncIterator[ServerSentEvent]:
-            async for n, type_, data in runs.events(body):
+            async for n, type_, data in runs.events(body, user):
                 yield ServerSentEvent(data=json.dumps(data, ensure_ascii=False), event=type_, id=str(n))
 
         return EventSourceResponse(sse(), ping=15.0, headers={"Cache-Control": "no-store"})
@@ -415,19 +430,61 @@ def record_template(port: int, path: Path) -> int:
     return len(events)
 
 
+def upstream_stats(upstream: str) -> dict[str, int]:
+    with socket.create_connection(("127.0.0.1", int(upstream.split(":")[2].split("/")[0])), timeout=5) as s:
+        s.sendall(b"GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    stats: dict[str, int] = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    return stats
+
+
 def measure(kind: str, proc: subprocess.Popen[bytes], port: int, args: argparse.Namespace) -> dict[str, float]:
-    cpu = cpu_seconds(proc.pid)
+    cpu, calls = cpu_seconds(proc.pid), upstream_stats(args.upstream)
     chat = run_client("chat", port, args)
     cpu_per_run = (cpu_seconds(proc.pid) - cpu) / max(chat["completed"], 1)
+    after = upstream_stats(args.upstream)
+    made = max(after["requests"] - calls["requests"], 1)
+    upstream = (f"upstream: {made / max(chat['completed'], 1):.2f} calls/run, "
+                f"{(after['messages'] - calls['messages']) / made:.1f} messages and "
+                f"{(after['bytes'] - calls['bytes']) / made:.0f} bytes/call")
     streams = run_client("stream", port, args)
     burst_ = run_client("burst", port, args)
     errors = chat["errors"] + streams["errors"] + burst_["failed"]
     print(f"  {kind:>5}: chat {chat['per_second']:7.1f}/s  streams {streams['per_second']:7.1f}/s  "
           f"first event p50 {burst_['p50'] * 1000:7.1f} ms p99 {burst_['p99'] * 1000:7.1f} ms  "
           f"CPU/run {cpu_per_run * 1000:5.1f} ms  errors {errors} {chat['statuses'] or ''}{streams['statuses'] or ''}  "
-          f"rss {rss_mb(proc.pid):.0f} MB fds {open_fds(proc.pid)}", file=sys.stderr)
+          f"rss {rss_mb(proc.pid):.0f} MB fds {open_fds(proc.pid)}\n         {upstream}", file=sys.stderr)
     return {"chat": chat["per_second"], "streams": streams["per_second"], "p50": burst_["p50"] * 1000,
             "p99": burst_["p99"] * 1000, "cpu": cpu_per_run * 1000, "errors": errors}
+
+
+def profile(proc: subprocess.Popen[bytes], port: int, args: argparse.Namespace, out: Path) -> None:
+    """py-spy samples the server while the chat clients load it; prints where its CPU goes."""
+    spy = subprocess.Popen(["py-spy", "record", "--format", "raw", "--rate", "250", "--nonblocking", "-o", str(out),
+                            "--pid", str(proc.pid), "--duration", str(int(args.duration))],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    chat = run_client("chat", port, args)
+    spy.wait()
+    print(f"{chat['per_second']:.1f} chat req/s while profiled; samples in {out}", file=sys.stderr)
+    summarize(out)
+
+
+def summarize(raw: Path, top: int = 45) -> None:
+    """Inclusive share of the samples (idle ones left out) per function, from py-spy's raw format."""
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text(encoding="utf-8").splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        if any(f.startswith(("select (", "poll (", "epoll", "_run_once (", "wait (threading")) for f in frames[-1:]):
+            continue  # the loop or a thread waiting: not CPU
+        total += int(count)
+        for name in {f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0] + ")" for f in frames if " (" in f}:
+            inclusive[name] = inclusive.get(name, 0) + int(count)
+    for name, n in sorted(inclusive.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{n / max(total, 1) * 100:6.1f}%  {name}")
 
 
 def report(results: dict[str, list[dict[str, float]]]) -> None:
@@ -460,7 +517,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds of each closed-loop phase")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--burst", type=int, default=500, help="streams opened at once")
-    parser.add_argument("--only", choices=["saber", "bare"], help="measure one side (for profiling)")
+    parser.add_argument("--profile", type=Path, metavar="RAW", help="profile a server with py-spy under the chat load instead")
+    parser.add_argument("--profile-side", choices=["saber", "bare"], default="saber")
     args = parser.parse_args()
     if args.serve == "fake":
         serve_fake(args.port_file)
@@ -477,6 +535,7 @@ def main() -> None:
         keys_file = tmp / "keys"
         write_keys(keys_file)
         fake, upstream = start_fake(tmp)
+        args.upstream = upstream
         procs: list[subprocess.Popen[bytes]] = [fake]
         try:
             saber, saber_port = start_saber(tmp, upstream, keys_file, tmp / "saber.log")
@@ -484,6 +543,10 @@ def main() -> None:
             count = record_template(saber_port, tmp / "template.json")
             bare, bare_port = start_bare(keys_file, upstream, tmp / "template.json", tmp / "bare.log")
             procs.append(bare)
+            if args.profile is not None:
+                profile(*(sides := {"saber": (saber, saber_port), "bare": (bare, bare_port)})[args.profile_side],
+                        args, args.profile)
+                return
             print(f"load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs; {count} events per run; "
                   f"saber pid {saber.pid}, bare pid {bare.pid}", file=sys.stderr)
             sides = {"saber": (saber, saber_port), "bare": (bare, bare_port)}
@@ -494,10 +557,8 @@ def main() -> None:
                 order = ["saber", "bare"] if r % 2 == 0 else ["bare", "saber"]
                 print(f"round {r + 1} (load average {os.getloadavg()[0]:.2f})", file=sys.stderr)
                 for kind in order:
-                    if args.only in (None, kind):
-                        results[kind].append(measure(kind, *sides[kind], args))
-            if args.only is None:
-                report(results)
+                    results[kind].append(measure(kind, *sides[kind], args))
+            report(results)
         finally:
             for proc in procs:
                 proc.terminate()
