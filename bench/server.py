@@ -81,6 +81,9 @@ def serve_fake(port_file: Path) -> None:
             stats["requests"] += 1
             stats["messages"] += len(body["messages"])
             stats["bytes"] += len(json.dumps(body["messages"]))
+            asked = str(body["messages"][-1].get("content") or "")
+            if asked.startswith("hold "):  # bench/server_soak.py: streams held open this many seconds
+                return FakeReply(text=ANSWER, delay=float(asked.split()[1]))
             return reply
 
         def _record(self, handler: _Handler, body: Any) -> int:
@@ -169,14 +172,23 @@ def bare_app(keys: KeyCheck, runs: BareRun) -> Any:
 
     app = FastAPI()
 
-    @app.middleware("http")
-    async def key_gate(request: Request, call_next: Any) -> Any:
-        if request.url.path != "/healthz":
-            user = keys.user_for(request.headers.get("authorization", ""))
-            if user is None:
-                return JSONResponse({"error": {"code": "unauthorized"}}, status_code=401)
-            request.state.user_id = user
-        return await call_next(request)
+    class KeyGate:
+        """Pure ASGI, as Saber's (``BaseHTTPMiddleware`` would cost the bare app more than Saber)."""
+
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] != "/healthz":
+                given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+                user = keys.user_for(given)
+                if user is None:
+                    await JSONResponse({"error": {"code": "unauthorized"}}, status_code=401)(scope, receive, send)
+                    return
+                scope.setdefault("state", {})["user_id"] = user
+            await self.app(scope, receive, send)
+
+    app.add_middleware(KeyGate)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
