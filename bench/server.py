@@ -73,6 +73,7 @@ def serve_fake(port_file: Path) -> None:
     from saber.testing.fake_openai import _Handler
 
     reply = FakeReply(text=ANSWER)
+    released = threading.Event()
     stats = {"requests": 0, "messages": 0, "bytes": 0}
     """Read with ``GET /v1/stats``: the two servers must make the same upstream calls."""
 
@@ -88,6 +89,17 @@ def serve_fake(port_file: Path) -> None:
 
         def _record(self, handler: _Handler, body: Any) -> int:
             return 0
+
+        def handle(self, handler: _Handler) -> None:
+            if handler.path == "/v1/release":  # bench/server_soak.py: the held streams may answer now
+                released.set()
+                return self._send_json(handler, 200, {"released": True})
+            return super().handle(handler)
+
+        def _wait(self, handler: _Handler, seconds: float) -> bool:
+            if seconds > 0:
+                released.wait(seconds)
+            return True
 
     ThreadingHTTPServer.request_queue_size = 4096  # 500 streams connect to it at once (the default backlog is 5)
     server = Endless(routes={"/v1/stats": stats}).start()
@@ -442,13 +454,18 @@ def record_template(port: int, path: Path) -> int:
     return len(events)
 
 
-def upstream_stats(upstream: str) -> dict[str, int]:
+def upstream_get(upstream: str, path: str) -> Any:
+    """``GET`` a path of the fake model's server (``/v1/stats``, ``/v1/release``)."""
     with socket.create_connection(("127.0.0.1", int(upstream.split(":")[2].split("/")[0])), timeout=5) as s:
-        s.sendall(b"GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
         raw = b""
         while chunk := s.recv(65536):
             raw += chunk
-    stats: dict[str, int] = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    return json.loads(raw.split(b"\r\n\r\n", 1)[1])
+
+
+def upstream_stats(upstream: str) -> dict[str, int]:
+    stats: dict[str, int] = upstream_get(upstream, "/v1/stats")
     return stats
 
 

@@ -5,9 +5,9 @@
 The server is ``python -m saber serve`` (257 users, each its own API key) against the fake
 OpenAI server of ``bench/server.py``, each in a process of its own; the load comes from this one.
 
-1. Held streams: ``--streams`` SSE streams are opened (their model call waits ``--hold`` seconds
-   before answering) and, while all of them are open, ``--chats`` ``POST /api/chat`` requests
-   are made by 32 clients. Every stream must end with ``done``, every chat answer 200.
+1. Held streams: ``--streams`` SSE streams are opened (their model calls wait) and, while all
+   of them are open, ``--chats`` ``POST /api/chat`` requests are made by 32 clients; then the
+   held model calls answer. Every stream must end with ``done``, every chat answer 200.
 2. Mixed load for ``--minutes``: 32 clients, each request at random one of: a chat request, a
    stream read to its end, a stream the client hangs up on after its first events, a stream
    reconnected with ``Last-Event-ID`` (``/api/tasks/{id}/events``) after a hang-up with
@@ -52,8 +52,9 @@ class Tally:
         self.bad[what] = self.bad.get(what, 0) + 1
 
 
-async def held_streams(port: int, streams: int, chats: int, hold: float, tally: Tally) -> dict[str, Any]:
-    """Phase 1: ``streams`` open (each has seen its first event) while ``chats`` chat requests run."""
+async def held_streams(port: int, upstream: str, streams: int, chats: int, hold: float, tally: Tally) -> dict[str, Any]:
+    """Phase 1: ``streams`` open (each has seen its first event) while ``chats`` chat requests run;
+    their model calls answer when the chats are done (or after ``hold`` seconds)."""
     opened = asyncio.Event()
     seen = 0
 
@@ -103,6 +104,7 @@ async def held_streams(port: int, streams: int, chats: int, hold: float, tally: 
     await asyncio.gather(*(client(c) for c in range(32)))
     chats_took = time.perf_counter() - started
     still_open = sum(not h.done() for h in holders)
+    await asyncio.to_thread(bench.upstream_get, upstream, "/v1/release")
     await asyncio.gather(*holders)
     return {"chats_per_second": chats / chats_took, "streams_open_after_chats": still_open,
             "chat_p99_ms": bench._p99(tally.chat_seconds) * 1000}
@@ -202,7 +204,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--chats", type=int, default=1000)
-    parser.add_argument("--hold", type=float, default=20.0, help="seconds the held streams' model call waits")
+    parser.add_argument("--hold", type=float, default=600.0,
+                        help="seconds the held streams' model calls wait at most (they answer once the chats are done)")
     parser.add_argument("--minutes", type=float, default=30.0, help="minutes of mixed load")
     parser.add_argument("--max-rss-growth-mb", type=float, default=64.0)
     parser.add_argument("--max-fd-growth", type=int, default=32)
@@ -219,7 +222,7 @@ def main() -> None:
             procs.append(saber)
             tally = Tally()
             before = {"rss_mb": bench.rss_mb(saber.pid), "fds": bench.open_fds(saber.pid)}
-            phase1 = asyncio.run(held_streams(port, args.streams, args.chats, args.hold, tally))
+            phase1 = asyncio.run(held_streams(port, upstream, args.streams, args.chats, args.hold, tally))
             after1 = {"rss_mb": bench.rss_mb(saber.pid), "fds": bench.open_fds(saber.pid)}
             print(f"held streams: {args.streams} open while {args.chats} chats ran at "
                   f"{phase1['chats_per_second']:.1f}/s (chat p99 {phase1['chat_p99_ms']:.0f} ms), "
@@ -241,6 +244,7 @@ def main() -> None:
                            "fds_max": max(s["fds"] for s in samples), "fd_growth": fd_growth},
             }
             ok = (not tally.bad and not phase2_tally.bad and result["phase1"]["answers_ok"] == args.streams + args.chats
+                  and phase1["streams_open_after_chats"] == args.streams
                   and rss_growth <= args.max_rss_growth_mb and fd_growth <= args.max_fd_growth)
             result["ok"] = ok
             p2 = result["phase2"]

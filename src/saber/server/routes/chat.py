@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,7 +35,7 @@ def check_message(text: str, limit: int, field: str = "message") -> None:
 
 async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatRequest,
                      history: list[Message] | None = None, kind: str = "chat") -> TaskRun:
-    task_id = body.task_id or uuid.uuid4().hex
+    task_id = body.task_id or agent.new_task_id()
     run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=await redacted(body.message), detached=body.detach)
 
     def source() -> AsyncIterator[Event]:
