@@ -405,11 +405,14 @@ def saber_env(home: Path, upstream: str, keys_file: Path) -> dict[str, str]:
     return env
 
 
-def start_saber(tmp: Path, upstream: str, keys_file: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_saber(tmp: Path, upstream: str, keys_file: Path, log: Path,
+                **settings: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``saber serve`` on a free port; ``settings``: more ``SABER_*`` variables."""
     port = free_port()
+    env = {**saber_env(tmp / "saber-home", upstream, keys_file), **settings}
     with log.open("ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "saber", "serve", "--port", str(port)],
-                                env=saber_env(tmp / "saber-home", upstream, keys_file), stdout=out, stderr=out)
+                                env=env, stdout=out, stderr=out)
     wait_ready(port, proc, "saber serve")
     return proc, port
 

@@ -76,7 +76,7 @@ async def held_streams(port: int, upstream: str, streams: int, chats: int, hold:
                                            bench.key_of(i % bench.USERS), on_data)
         finally:
             http.close()
-        if status == 200 and b"event: done" in body and b'"interrupted": false' in body:
+        if status == 200 and b"event: done" in body and b'"interrupted": false' in body and bench.ANSWER.encode() in body:
             tally.ok += 1
         else:
             tally.fail(f"held stream {status}")
@@ -204,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--chats", type=int, default=1000)
-    parser.add_argument("--hold", type=float, default=600.0,
+    parser.add_argument("--hold", type=float, default=300.0,
                         help="seconds the held streams' model calls wait at most (they answer once the chats are done)")
     parser.add_argument("--minutes", type=float, default=30.0, help="minutes of mixed load")
     parser.add_argument("--max-rss-growth-mb", type=float, default=64.0)
@@ -218,7 +218,9 @@ def main() -> None:
         fake, upstream = bench.start_fake(tmp)
         procs: list[subprocess.Popen[bytes]] = [fake]
         try:
-            saber, port = bench.start_saber(tmp, upstream, keys_file, tmp / "saber.log")
+            held = str(args.hold + 60)  # the held model calls are not stalls: a model may think that long
+            saber, port = bench.start_saber(tmp, upstream, keys_file, tmp / "saber.log", SABER_LLM_STALL_TIMEOUT=held,
+                                            SABER_LLM_TIMEOUT=held, SABER_REQUEST_DEADLINE=held)
             procs.append(saber)
             tally = Tally()
             before = {"rss_mb": bench.rss_mb(saber.pid), "fds": bench.open_fds(saber.pid)}
