@@ -45,6 +45,8 @@ class Tally:
     ok: int = 0
     hung_up: int = 0
     reconnected: int = 0
+    stale_connections: int = 0
+    """Keep-alive connections the server had closed while idle (sent again on a new one)."""
     bad: dict[str, int] = field(default_factory=dict)
     chat_seconds: list[float] = field(default_factory=list)
 
@@ -159,8 +161,21 @@ async def mixed(port: int, pid: int, minutes: float, tally: Tally, samples: list
     end = time.perf_counter() + minutes * 60
     rng = random.Random(32)
 
+    async def post(c: int, path: str, n: int) -> tuple[int, bytes]:
+        """On the client's keep-alive connection; a new one when the server closed it while idle
+        (uvicorn does after 5 s; a client sends again on a new connection, as HTTP clients do)."""
+        try:
+            return await connections[c].post(path, bench.body_for(c, n), bench.key_of(c % bench.USERS))
+        except (ConnectionError, asyncio.IncompleteReadError):
+            connections[c].close()
+            connections[c] = await bench.Http.connect(port)
+            tally.stale_connections += 1
+            return await connections[c].post(path, bench.body_for(c, n), bench.key_of(c % bench.USERS))
+
+    connections: dict[int, bench.Http] = {}
+
     async def client(c: int) -> None:
-        http = await bench.Http.connect(port)
+        connections[c] = await bench.Http.connect(port)
         n = 0
         try:
             while time.perf_counter() < end:
@@ -168,13 +183,13 @@ async def mixed(port: int, pid: int, minutes: float, tally: Tally, samples: list
                 pick = rng.random()
                 if pick < 0.45:
                     sent = time.perf_counter()
-                    status, _ = await http.post("/api/chat", bench.body_for(c, n), bench.key_of(c % bench.USERS))
+                    status, _ = await post(c, "/api/chat", n)
                     tally.chat_seconds.append(time.perf_counter() - sent)
                     tally.ok += status == 200
                     if status != 200:
                         tally.fail(f"chat {status}")
                 elif pick < 0.75:
-                    status, body = await http.post("/api/chat/stream", bench.body_for(c, n), bench.key_of(c % bench.USERS))
+                    status, body = await post(c, "/api/chat/stream", n)
                     tally.ok += status == 200 and b"event: done" in body
                     if status != 200 or b"event: done" not in body:
                         tally.fail(f"stream {status}")
@@ -183,7 +198,7 @@ async def mixed(port: int, pid: int, minutes: float, tally: Tally, samples: list
                 else:
                     await hang_up_then_reconnect(port, c, n, tally)
         finally:
-            http.close()
+            connections[c].close()
 
     async def sampler() -> None:
         started = time.perf_counter()
@@ -241,6 +256,7 @@ def main() -> None:
                            "fds": after1["fds"]},
                 "phase2": {"minutes": args.minutes, "answers_ok": phase2_tally.ok, "hung_up": phase2_tally.hung_up,
                            "reconnected": phase2_tally.reconnected, "not_ok": phase2_tally.bad,
+                           "stale_keep_alive": phase2_tally.stale_connections,
                            "chat_p50_ms": statistics.median(chat_ms), "chat_p99_ms": bench._p99(chat_ms),
                            "rss_mb_max": max(s["rss_mb"] for s in samples), "rss_growth_mb": rss_growth,
                            "fds_max": max(s["fds"] for s in samples), "fd_growth": fd_growth},
@@ -251,7 +267,7 @@ def main() -> None:
             result["ok"] = ok
             p2 = result["phase2"]
             print(f"mixed load, {args.minutes} min: {p2['answers_ok']} answers, {p2['hung_up']} hang-ups, "
-                  f"{p2['reconnected']} reconnections; not 200: {p2['not_ok'] or 'none'}; chat p50 "
+                  f"{p2['reconnected']} reconnections, {p2['stale_keep_alive']} idle keep-alive connections closed; not 200: {p2['not_ok'] or 'none'}; chat p50 "
                   f"{p2['chat_p50_ms']:.0f} ms p99 {p2['chat_p99_ms']:.0f} ms; rss max {p2['rss_mb_max']:.0f} MB, "
                   f"growth {rss_growth:+.1f} MB (bound {args.max_rss_growth_mb}); fds max {p2['fds_max']:.0f}, "
                   f"growth {fd_growth:+.0f} (bound {args.max_fd_growth})", file=sys.stderr)
