@@ -1,6 +1,10 @@
 """``saber serve`` beside a bare FastAPI + sse-starlette app doing the same HTTP work, in one run.
 
     python bench/server.py [--rounds 3] [--duration 8] [--clients 32] [--burst 500]
+    python bench/server.py --profile saber.raw [--profile-side bare] [--duration 20]
+
+(``--profile``: py-spy samples one server under the chat load and prints the inclusive share of
+its samples per function. ``bench/server_soak.py`` is the load and soak run.)
 
 Both servers answer ``POST /api/chat`` (to the end, JSON) and ``POST /api/chat/stream`` (SSE) for
 257 users, each with its own API key (``Authorization: Bearer``, checked against the 257 stored
@@ -575,13 +579,12 @@ def main() -> None:
             count = record_template(saber_port, tmp / "template.json")
             bare, bare_port = start_bare(keys_file, upstream, tmp / "template.json", tmp / "bare.log")
             procs.append(bare)
+            sides = {"saber": (saber, saber_port), "bare": (bare, bare_port)}
             if args.profile is not None:
-                profile(*(sides := {"saber": (saber, saber_port), "bare": (bare, bare_port)})[args.profile_side],
-                        args, args.profile)
+                profile(*sides[args.profile_side], args, args.profile)
                 return
             print(f"load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs; {count} events per run; "
                   f"saber pid {saber.pid}, bare pid {bare.pid}", file=sys.stderr)
-            sides = {"saber": (saber, saber_port), "bare": (bare, bare_port)}
             for _, port in sides.values():  # warm-up: first requests of each route
                 run_client("chat", port, argparse.Namespace(**{**vars(args), "duration": 1.0}))
             results: dict[str, list[dict[str, float]]] = {"saber": [], "bare": []}
