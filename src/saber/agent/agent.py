@@ -85,6 +85,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MINTED_KEPT = 10_000
+"""Unused ids of ``Agent.new_task_id`` remembered (a request refused before it started leaves one)."""
+
 
 @dataclass(kw_only=True)
 class Answer:
@@ -181,6 +184,8 @@ class Agent:
         self._queues: dict[str, asyncio.Queue[Event | None]] = {}
         """Event queues of requests made but not yet served (``_new_turn`` → ``_serve``)."""
         self._background: set[asyncio.Task[Any]] = set()
+        self._minted: dict[str, None] = {}
+        """Ids from ``new_task_id`` not yet used: new by construction, no checkpoint lookup needed."""
         self.mcp = MCPManager.from_settings(self.settings, registry)
         """The MCP servers of ``[[mcp.servers]]``; connected by ``start()`` or the first request."""
 
@@ -234,7 +239,8 @@ class Agent:
         tools = self.registry.filter(selected_tools) if selected_tools is not None else self.registry.snapshot()
         if use_rag is False:
             tools.pop("rag_search", None)
-        if task_id is not None:
+        minted = task_id in self._minted and self._minted.pop(task_id, None) is None
+        if task_id is not None and not minted:
             await check_new_task_id(self.services.checkpoints, check_task_id(task_id), self._requests)
         options = RouteOptions(mode=mode, selected_tools=selected_tools, use_rag=use_rag)
         turn = self._new_turn(query, user_id, task_id or uuid.uuid4().hex, tools)
@@ -319,6 +325,16 @@ class Agent:
         assert isinstance(done, Done)
         return Answer(answer=done.answer, mode=done.mode, task_id=done.task_id, usage=done.usage, model=done.model,
                       interrupted=done.interrupted, events=events)
+
+    def new_task_id(self) -> str:
+        """A task id for ``stream`` that is new by construction: a random UUID, so ``stream`` skips
+        the checkpoint lookup it makes for an id a caller chose (a store read per request, which
+        under load queued behind other requests' store calls before the first event)."""
+        task_id = uuid.uuid4().hex
+        self._minted[task_id] = None
+        while len(self._minted) > MINTED_KEPT:  # ids minted for requests that never started
+            del self._minted[next(iter(self._minted))]
+        return task_id
 
     def cancel(self, task_id: str, *, user_id: str | None = None) -> bool:
         """Cancel a running request. With ``user_id``, only that user's own request is cancelled."""

@@ -76,7 +76,7 @@ def run(app: FastAPI, *, host: str, port: int, grace: float, log_level: str = "i
             self.winding_down = loop.create_task(runs.shutdown(grace))
 
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=int(grace) + 15,
-                            lifespan="on")
+                            lifespan="on", access_log=False)  # the app writes its own (request id, user, duration)
     quiet = _NoStartupTraceback(app)
     logging.getLogger("uvicorn.error").addFilter(quiet)
     try:

@@ -10,11 +10,13 @@ Redis stream with the same three operations (append, close, follow).
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from saber.jsonsafe import dumps, to_jsonable
+from saber.jsonsafe import to_jsonable
 from saber.redact import redact_value, redacted_value
 
 
@@ -26,9 +28,11 @@ class LoggedEvent:
     data: dict[str, Any]
     """Already JSON-safe."""
 
-    @property
+    @functools.cached_property
     def json(self) -> str:
-        return dumps(self.data)
+        """``data`` as JSON text, encoded once however many readers the event has (SSE streams,
+        ``/api/chat`` answers, reconnections)."""
+        return json.dumps(self.data, ensure_ascii=False, allow_nan=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.seq, "type": self.type, "data": self.data}

@@ -1,4 +1,7 @@
-"""What routes take from the app: the agent, the run manager, the settings, the caller."""
+"""What routes take from the app: the agent, the run manager, the settings, the caller.
+
+They are ``async def``: FastAPI runs a plain ``def`` dependency in a worker thread, a hand-off
+per dependency per request (three for a chat request) for what is an attribute read."""
 
 from __future__ import annotations
 
@@ -13,25 +16,29 @@ from saber.server.auth import caller
 from saber.server.errors import ApiError
 
 
-def get_agent(request: Request) -> Agent:
+async def get_agent(request: Request) -> Agent:
+    return _agent(request)
+
+
+def _agent(request: Request) -> Agent:
     agent: Agent | None = getattr(request.app.state, "agent", None)
     if agent is None:
         raise ApiError(503, "not_ready", "the agent is still starting")
     return agent
 
 
-def get_manager(request: Request) -> RunManager:
-    get_agent(request)
+async def get_manager(request: Request) -> RunManager:
+    _agent(request)
     manager: RunManager = request.app.state.runs
     return manager
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def current_user(
+async def current_user(
     request: Request,
     user_id: Annotated[str | None, Query(min_length=1, max_length=128,
                                          description="Local mode only: act as this user.")] = None,

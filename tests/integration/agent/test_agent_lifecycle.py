@@ -178,6 +178,21 @@ async def test_a_task_id_cannot_be_reused(make_agent: Callable[..., Agent]) -> N
     assert [t["user_id"] for t in await agent.tasks(unfinished=False)] == ["alice"]
 
 
+async def test_a_minted_task_id_skips_the_lookup_once(make_agent: Callable[..., Agent]) -> None:
+    @tool
+    def quick() -> str:
+        """Quick."""
+        return "ok"
+
+    agent = make_agent(ScriptedModel(['[{"id": "n1", "tool": "quick"}]', "done"]), builtin=False, tools=[quick])
+    task_id = agent.new_task_id()
+    assert task_id != agent.new_task_id()
+    answer = await agent.ask("run quick", user_id="alice", mode="react", task_id=task_id)
+    assert answer.task_id == task_id and answer.answer == "done"
+    with pytest.raises(ValueError, match="already exists"):  # once used, the id is checked like any other
+        await agent.ask("something else", user_id="alice", task_id=task_id)
+
+
 async def test_cancelling_a_request_cancels_its_background_extraction(make_agent: Callable[..., Agent]) -> None:
     started, release = asyncio.Event(), asyncio.Event()
     extraction_started = asyncio.Event()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from sse_starlette import EventSourceResponse
 
 from saber.agent import Agent
@@ -17,7 +17,7 @@ from saber.runs.manager import RunManager, TaskRun
 from saber.server.auth import caller
 from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
-from saber.server.schemas import ChatRequest, ChatResponse, EventOut
+from saber.server.schemas import ChatRequest, ChatResponse
 from saber.server.sse import SSE_RESPONSE, stream_run
 from saber.tools.errors import ToolError, UnknownToolError
 
@@ -35,7 +35,7 @@ def check_message(text: str, limit: int, field: str = "message") -> None:
 
 async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatRequest,
                      history: list[Message] | None = None, kind: str = "chat") -> TaskRun:
-    task_id = body.task_id or uuid.uuid4().hex
+    task_id = body.task_id or agent.new_task_id()
     run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=await redacted(body.message), detached=body.detach)
 
     def source() -> AsyncIterator[Event]:
@@ -57,22 +57,26 @@ def queued_request(body: ChatRequest, history: list[Message] | None) -> dict[str
             "history": [{"role": m.role, "content": m.content} for m in history] if history is not None else None}
 
 
-def answer_of(run: TaskRun) -> ChatResponse:
+def answer_json(run: TaskRun) -> bytes:
+    """A finished run as a ``ChatResponse`` in JSON, with each event's data as the log already
+    encoded it (building the pydantic models and validating them again cost more than the run)."""
     done = run.log.last("done")
     assert done is not None
     d = done.data
-    return ChatResponse(answer=d["answer"], mode=d["mode"], task_id=d["task_id"], usage=d.get("usage") or {},
-                        model=d.get("model"), interrupted=bool(d.get("interrupted")),
-                        events=[EventOut(id=e.seq, type=e.type, data=e.data) for e in run.log.events])
+    head = json.dumps({"answer": d["answer"], "mode": d["mode"], "task_id": d["task_id"],
+                       "usage": {k: int(v) for k, v in (d.get("usage") or {}).items()}, "model": d.get("model"),
+                       "interrupted": bool(d.get("interrupted"))}, ensure_ascii=False, allow_nan=False)
+    events = ",".join(f'{{"id":{e.seq},"type":{json.dumps(e.type)},"data":{e.json}}}' for e in run.log.events)
+    return f'{head[:-1]},"events":[{events}]}}'.encode()
 
 
 @router.post("/api/chat", response_model=ChatResponse, summary="Run a request to the end")
-async def chat(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsDep, settings: SettingsDep) -> ChatResponse:
+async def chat(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsDep, settings: SettingsDep) -> Response:
     user = caller(request, body.user_id)
     check_message(body.message, settings.server_max_message_chars)
     run = await start_chat(agent, runs, user, body.model_copy(update={"detach": False}))
     await runs.wait_or_cancel(run, request.receive)
-    return answer_of(run)
+    return Response(answer_json(run), media_type="application/json")
 
 
 @router.post("/api/chat/stream", response_class=EventSourceResponse, responses=SSE_RESPONSE,
