@@ -119,16 +119,29 @@ def ingest_command(
                         markup=False)
         for message in failures:
             err().print(line(("  ✗ ", "red"), message))
-        if no_wait:
+        vectors_off = _offline_notes(engine)  # no model to embed with: keyword search only, as it says
+        if no_wait and not vectors_off:
             pending = engine.pending_count()
             if pending:
                 out().print(f"vectors: {pending} chunk(s) pending; {FINISH_HINT}", markup=False)
-        else:
+        elif not vectors_off:
             _fill_with_progress(engine, _searchable(pending_files))
     finally:
         engine.close(filler_timeout=0)
     if counts["failed"]:
         raise CLIError(f"{counts['failed']} of {len(files)} file(s) could not be ingested (see above)")
+
+
+def _offline_notes(engine: RagEngine) -> bool:
+    """Say what the core install (without the ``offline`` extra) leaves out of this knowledge base:
+    the bundled embedding model (so no vectors: True)."""
+    from saber.rag.embedder import model_missing
+
+    missing = model_missing(engine.embedder)
+    if missing is not None:
+        err().print(line(("note: ", "yellow"), f"{missing}; until then vectors are off and keyword search "
+                         "finds the documents"))
+    return missing is not None
 
 
 RATE_AFTER = 0.5

