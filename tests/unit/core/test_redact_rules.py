@@ -69,7 +69,8 @@ def test_the_birth_date_bounds_of_an_id_number() -> None:
     assert not is_chinese_id_number(with_check("11010518991231123")), "born on 1899-12-31"
 
 
-@pytest.mark.parametrize("written", [CARD, "4532 0151 1283 0366", "4532-0151-1283-0366", DISCOVER, "378282246310005"])
+@pytest.mark.parametrize("written", [CARD, "4532 0151 1283 0366", "4532-0151-1283-0366", DISCOVER, "378282246310005",
+                                     "4222222222222", "6011000000000000001"])  # 15, 13 and 19 digits too
 def test_a_bank_card_number_is_masked_however_it_is_written(written: str) -> None:
     assert redact(f"card {written} expires") == f"card {MARK} expires"
     found = first_secret(f"pay with {written}")
@@ -116,6 +117,8 @@ def test_full_width_characters_cannot_hide_a_key() -> None:
 def test_full_width_text_around_a_secret_is_kept_as_written() -> None:
     assert redact("ｈｅｌｌｏ sk-live-abc123def456ghi789jkl") == f"ｈｅｌｌｏ {MARK}"
     assert redact("ﬁle sk-live-abc123def456ghi789jkl") == f"file {MARK}", "folding changed the length: folded text"
+    found = first_secret("ﬁle sk-live-abc123def456ghi789jkl")
+    assert found is not None and found.reason == "looks like an API key" and found.span == (0, 33), "the whole text"
 
 
 def test_blank_text_is_returned_as_it_is() -> None:
