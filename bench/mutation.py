@@ -14,7 +14,10 @@ project under ``mutants/<group>/`` (git-ignored), so groups never share mutmut's
 A mutant is *killed* when a test fails (or hangs: mutmut's timeout), *survived* when every test
 passes. Mutants that change nothing a user could observe are listed with a one-line reason in
 ``bench/mutation_equivalent.toml`` and left out of the score; a listed mutant that a test now
-kills, or that no longer exists, is reported as stale so the list cannot rot.
+kills, or that no longer exists, is reported as stale so the list cannot rot. Its second table,
+``killed_in_subprocess``, names mutants that a test kills where mutmut cannot see it (the test
+runs the code in a child process, e.g. ``saber serve`` stopped by SIGTERM), each with that test,
+checked by applying the mutant by hand; they count as killed.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ GROUPS: dict[str, Group] = {
     ),
     "files": Group(
         modules=("src/saber/tools/system/files.py", "src/saber/tools/system/safe_open.py"),
-        tests=("tests/integration/system/test_file_tools.py", "tests/integration/system/test_workspace_paths.py"),
+        tests=("tests/integration/system/test_file_tools.py", "tests/integration/system/test_workspace_paths.py",
+               "tests/integration/system/test_safe_open.py"),
     ),
     "exec": Group(
         modules=("src/saber/tools/system/commands.py", "src/saber/tools/system/allowlist.py",
@@ -94,9 +98,14 @@ GROUPS: dict[str, Group] = {
                  "src/saber/graph/execute.py", "src/saber/graph/state.py"),
         tests=("tests/unit/graph",),
     ),
+    "redaction": Group(
+        modules=("src/saber/redact.py",),
+        tests=("tests/unit/core/test_redact.py", "tests/unit/core/test_redact_rules.py"),
+    ),
     "sse": Group(
         modules=("src/saber/server/sse.py",),
-        tests=("tests/unit/core/test_sse_resume.py", "tests/integration/server/test_server_tasks.py"),
+        tests=("tests/unit/core/test_sse_resume.py", "tests/unit/core/test_sse_cancel.py",
+               "tests/integration/server/test_server_tasks.py"),
     ),
 }
 
@@ -105,12 +114,13 @@ _KILLED = {1: "killed", 3: "killed", 36: "timeout", 24: "timeout", -24: "timeout
 """mutmut's exit codes (mutmut/stats.py): a failing test, a hang, a type-check failure all catch it."""
 
 
-def equivalent() -> dict[str, str]:
-    """Mutant name → why it cannot change anything observable (bench/mutation_equivalent.toml)."""
+def equivalent(table: str = "equivalent") -> dict[str, str]:
+    """Mutant name → why it cannot change anything observable (bench/mutation_equivalent.toml);
+    with ``table="killed_in_subprocess"``: → the test that kills it in a process mutmut does not see."""
     if not EQUIVALENT.exists():
         return {}
     data = tomllib.loads(EQUIVALENT.read_text("utf-8"))
-    return {name: str(reason) for name, reason in data.get("equivalent", {}).items()}
+    return {name: str(reason) for name, reason in data.get(table, {}).items()}
 
 
 def _workdir(name: str, group: Group) -> Path:
@@ -125,7 +135,7 @@ def _workdir(name: str, group: Group) -> Path:
         "[tool.mutmut]",
         'source_paths = ["src/"]',
         f"only_mutate = {json.dumps(list(group.modules))}",
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]',
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-n", "0", "-q"]',
         f"pytest_add_cli_args_test_selection = {json.dumps(list(group.tests))}",
         "",
     ])
@@ -157,13 +167,15 @@ def results(name: str, group: Group) -> dict[str, dict[str, str]]:
     for module in group.modules:
         meta = WORK / name / "mutants" / (module + ".meta")
         codes = json.loads(meta.read_text("utf-8"))["exit_code_by_key"] if meta.exists() else {}
-        out[module] = {key: _status(code) for key, code in codes.items()}
+        out[module] = {key: _status(code, key) for key, code in codes.items()}
     return out
 
 
-def _status(code: int | None) -> str:
+def _status(code: int | None, name: str = "") -> str:
     if code in _KILLED:
         return "killed"
+    if code == 0 and name in equivalent("killed_in_subprocess"):
+        return "killed"  # by a test whose call of the mutant runs in a child process (mutmut sees only its own)
     return {0: "survived", 5: "no tests", 33: "no tests", None: "not checked"}.get(code, "suspicious")
 
 

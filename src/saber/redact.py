@@ -321,19 +321,23 @@ def install_log_redaction() -> None:
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
         if isinstance(record.args, tuple):  # kept a tuple: formatters such as uvicorn's unpack it
             record.args = tuple(_log_arg(a) for a in record.args)
         elif isinstance(record.args, Mapping):
             record.args = {k: _log_arg(v) for k, v in record.args.items()}
+        message = None
         if record.args:
             try:
                 message = record.getMessage()
             except Exception:  # a malformed format string: left for the handler to report
-                message = ""
-            if (masked := redact(message)) != message:  # a secret made of the message and an argument
+                message = None
+        if message is not None:
+            # The whole message is what is masked: a format that reads as a secret on its own
+            # ("password: %s") masked before formatting would lose its placeholder and the line.
+            if (masked := redact(message)) != message:
                 record.msg, record.args = masked, ()
+        elif isinstance(record.msg, str):
+            record.msg = redact(record.msg)
         if record.exc_info and not record.exc_text:
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
         return record

@@ -56,21 +56,28 @@ def start_stream(client: httpx.Client, body: dict[str, object], headers: dict[st
         return str(first.data["task_id"])
 
 
+WAIT_SECONDS = 60.0
+"""How long a wait for a task's state may take: bounded by a deadline, not by a number of polls
+(on a loaded machine, 300 polls of 20 ms ran out before a 0.6 s task had finished)."""
+
+
 def wait_status(client: httpx.Client, task_id: str, wanted: str, headers: dict[str, str] | None = None) -> dict[str, object]:
-    for _ in range(300):
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
         body = client.get(f"/api/tasks/{task_id}", headers=headers).json()
         if body["status"] == wanted:
             return body  # type: ignore[no-any-return]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task_id} never became {wanted}: {body}")
         time.sleep(0.02)
-    raise AssertionError(f"task {task_id} never became {wanted}: {body}")
 
 
 def wait_for(condition: Callable[[], object], what: str) -> None:
-    for _ in range(500):
-        if condition():
-            return
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never saw {what}")
         time.sleep(0.02)
-    raise AssertionError(f"never saw {what}")
 
 
 def test_reconnect_with_last_event_id_loses_and_repeats_nothing(serve: Callable[..., LiveServer],
@@ -97,7 +104,7 @@ def test_reconnect_with_last_event_id_loses_and_repeats_nothing(serve: Callable[
         assert [e.event for e in replay][:2] == ["start", "route"]
 
 
-def test_disconnect_cancels_the_task_within_a_second(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
+def test_disconnect_cancels_the_running_task(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
     fake_llm.queue(plan(30))
     live = serve(tools=[slow_step], builtin=False)
     with httpx.Client(base_url=live.url, timeout=30) as client:
@@ -108,7 +115,8 @@ def test_disconnect_cancels_the_task_within_a_second(serve: Callable[..., LiveSe
                     break
             hung_up = time.monotonic()
         detail = wait_status(client, task_id, "cancelled")
-        assert CANCELLED and CANCELLED[0] - hung_up < 1.0, "the running step was cancelled within a second"
+        # cancelled on the hang-up, not left to run its 30 s (how fast is the machine's load, not the test's)
+        assert CANCELLED and CANCELLED[0] - hung_up < 15.0, "the running step was cancelled"
         assert detail["nodes"][0]["status"] == "cancelled"  # type: ignore[index]
         with client.stream("GET", f"/api/tasks/{task_id}/events") as r:
             done = [e for e in read_sse(r)][-1]
@@ -128,16 +136,35 @@ def test_detached_task_keeps_running_and_can_be_followed(serve: Callable[..., Li
         assert wait_status(client, task_id, "done")["answer"] == "finished while nobody watched"
 
 
+def test_a_follower_that_hangs_up_does_not_cancel_the_task(serve: Callable[..., LiveServer],
+                                                           fake_llm: FakeOpenAIServer) -> None:
+    """Only the connection that started a task cancels it by hanging up: someone following its
+    events (a second tab, a reconnect) may leave at any time."""
+    fake_llm.queue(plan(1.0), "finished after the follower left")
+    live = serve(tools=[slow_step], builtin=False)
+    with httpx.Client(base_url=live.url, timeout=30) as owner, httpx.Client(base_url=live.url, timeout=30) as follower, \
+            owner.stream("POST", "/api/chat/stream", json={"message": "wait a second", "mode": "react"}) as r:
+        task_id = r.headers["x-task-id"]
+        events = read_sse(r)
+        with follower.stream("GET", f"/api/tasks/{task_id}/events") as followed:
+            for event in read_sse(followed):
+                if event.event == "node_start":
+                    break  # the follower hangs up mid-step
+        done = [e for e in events][-1]
+    assert done.event == "done" and done.data["interrupted"] is False
+    assert done.data["answer"] == "finished after the follower left" and not CANCELLED
+
+
 def test_cancel_then_resume(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
     fake_llm.queue(plan(0.01, 30), "resumed and finished")
     live = serve(tools=[slow_step], builtin=False)
     with httpx.Client(base_url=live.url, timeout=30) as client:
         task_id = start_stream(client, {"message": "two steps", "mode": "react"})
-        for _ in range(300):
+        def first_step_done() -> bool:
             nodes = client.get(f"/api/tasks/{task_id}").json()["nodes"]
-            if len(nodes) == 2 and nodes[0]["status"] == "done":
-                break
-            time.sleep(0.02)
+            return len(nodes) == 2 and nodes[0]["status"] == "done"
+
+        wait_for(first_step_done, "the first step done")
         r = client.post(f"/api/tasks/{task_id}/cancel")
         assert r.json() == {"task_id": task_id, "cancelled": True}
         detail = wait_status(client, task_id, "cancelled")
@@ -219,9 +246,11 @@ def test_keep_alive_comments_while_nothing_happens(serve: Callable[..., LiveServ
     with httpx.Client(base_url=live.url, timeout=30) as client, \
             client.stream("POST", "/api/chat/stream", json={"message": "wait a second", "mode": "react"}) as r:
         lines = list(r.iter_lines())
-    pings = [line for line in lines if line.startswith(": ping")]
+    pings = [i for i, line in enumerate(lines) if line.startswith(": ping")]
     assert len(pings) >= 2, lines
-    assert lines.index(pings[0]) > lines.index("event: node_start"), "pings fill the silence while the step runs"
+    # A slow planner (a loaded machine) may bring a ping before the step too; the step's second is silence
+    started, ended = lines.index("event: node_start"), lines.index("event: node_done")
+    assert any(started < i < ended for i in pings), f"pings fill the silence while the step runs: {lines}"
 
 
 @pytest.mark.parametrize(("message", "title"), [("Run **one** [step](https://example.org)", "Run one step"),
