@@ -145,6 +145,10 @@ class Postgres:
 
     def cleanup(self) -> None:
         self.server.cleanup()
+        # pgserver stops the postmaster it started; the one start() started after a stop is ours
+        # (left running, every fault run would leave a PostgreSQL behind).
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+            self._ctl("-w", "-m", "fast", "stop")
 
 
 @dataclass
