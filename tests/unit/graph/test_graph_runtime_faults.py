@@ -124,7 +124,8 @@ class FailingStore(SQLiteCheckpointStore):
         await super().save_nodes(task_id, nodes, replans=replans, owner=owner)
 
 
-async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_is_back(tmp_path: Path) -> None:
+def _recorded_chain() -> tuple[list[str], dict[str, Any], list[Node]]:
+    """A chain n1 → n4 of one tool that records the key of each call it runs."""
     calls: list[str] = []
 
     async def step(args: dict[str, Any]) -> str:
@@ -134,6 +135,11 @@ async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_
     tools = {"s": fn_tool("s", step, {"type": "object", "properties": {"key": {"type": "string"}}})}
     chain = [Node(id=f"n{i}", tool="s", params={"key": f"n{i}"}, depends_on=[f"n{i - 1}"] if i > 1 else [])
              for i in range(1, 5)]
+    return calls, tools, chain
+
+
+async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_is_back(tmp_path: Path) -> None:
+    calls, tools, chain = _recorded_chain()
     store = FailingStore(tmp_path / "cp.db", ok_writes=1, failures=3, outage_seconds=30)
     rec = Recorder()
     result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
@@ -147,15 +153,7 @@ async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_
 
 
 async def test_a_failed_checkpoint_write_stops_the_run_resumably(tmp_path: Path) -> None:
-    calls: list[str] = []
-
-    async def step(args: dict[str, Any]) -> str:
-        calls.append(str(args.get("key")))
-        return "ok"
-
-    tools = {"s": fn_tool("s", step, {"type": "object", "properties": {"key": {"type": "string"}}})}
-    chain = [Node(id=f"n{i}", tool="s", params={"key": f"n{i}"}, depends_on=[f"n{i - 1}"] if i > 1 else [])
-             for i in range(1, 5)]
+    calls, tools, chain = _recorded_chain()
     store = FailingStore(tmp_path / "cp.db", ok_writes=1)  # down for longer than the run waits (0.3 s)
     rec = Recorder()
     result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
