@@ -71,6 +71,8 @@ class RichRenderer:
             extra = f" · {usage.get('total_tokens', 0)} tokens" if usage.get("total_tokens") else ""
             who = data.get("model") or (f"assembled by rules: the model {self.model} did not write this answer"
                                         if self.model else "no language model")
+            if data.get("answer_template"):  # the planner's sentence, written before the results
+                who += " (its plan's answer template, results filled in)"
             note = " · interrupted" if data.get("interrupted") else ""
             err().print(line((f"— {data['mode']} · {who}{extra}{note}", "dim")))
             return

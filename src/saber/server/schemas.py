@@ -38,6 +38,9 @@ class ChatResponse(BaseModel):
     usage: dict[str, int]
     model: str | None
     interrupted: bool
+    answer_template: bool = Field(False, description="The answer is the plan's answer template (the planner's "
+                                  "words, written with the plan) with the steps' results put in: no model call "
+                                  "read the results.")
     events: list[EventOut]
 
 

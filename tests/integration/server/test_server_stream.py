@@ -82,3 +82,14 @@ def test_no_model_mode_and_the_json_answer(serve: Callable[..., LiveServer]) -> 
     assert [e["id"] for e in body["events"]] == list(range(1, len(body["events"]) + 1))
     assert body["events"][0]["type"] == "start" and body["events"][-1]["type"] == "done"
     assert body["events"][-1]["data"]["answer"] == body["answer"]
+
+
+def test_an_answer_from_the_plans_template_says_so_in_the_json_answer(serve: Callable[..., LiveServer],
+                                                                      fake_llm: FakeOpenAIServer) -> None:
+    plan = [{"id": "n1", "tool": "city_weather", "params": {"city": "北京"}}, {"answer": "北京：$n1"}]
+    fake_llm.queue(json.dumps(plan, ensure_ascii=False))
+    live = serve(tools=[city_weather], planner_stream=False)
+    body = httpx.post(f"{live.url}/api/chat", json={"message": "北京天气怎么样", "mode": "react"}, timeout=60).json()
+    assert body["answer_template"] is True and body["answer"].startswith("北京：") and body["model"]
+    assert body["events"][-1]["data"]["answer_template"] is True
+    fake_llm.assert_complete()  # one model call: the plan; nobody asked the model for the answer

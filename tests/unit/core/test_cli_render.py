@@ -50,3 +50,13 @@ def test_only_react_tasks_are_offered_for_resume() -> None:
     assert not state.resumable
     state.note("route", {"mode": "react"})
     assert state.resumable and state.task_id == "abc"
+
+
+def test_an_answer_from_the_plans_template_says_so_under_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    from saber.cli.render import RichRenderer
+
+    done = {"mode": "react", "answer": "东京现在是 10:00", "model": "fake-model", "usage": {}}
+    RichRenderer(model="fake-model").render("done", done | {"answer_template": True}, {})
+    RichRenderer(model="fake-model").render("done", done, {})
+    footers = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("—")]
+    assert footers == ["— react · fake-model (its plan's answer template, results filled in)", "— react · fake-model"]

@@ -65,7 +65,8 @@ def answer_json(run: TaskRun) -> bytes:
     d = done.data
     head = json.dumps({"answer": d["answer"], "mode": d["mode"], "task_id": d["task_id"],
                        "usage": {k: int(v) for k, v in (d.get("usage") or {}).items()}, "model": d.get("model"),
-                       "interrupted": bool(d.get("interrupted"))}, ensure_ascii=False, allow_nan=False)
+                       "interrupted": bool(d.get("interrupted")), "answer_template": bool(d.get("answer_template"))},
+                      ensure_ascii=False, allow_nan=False)
     events = ",".join(f'{{"id":{e.seq},"type":{json.dumps(e.type)},"data":{e.json}}}' for e in run.log.events)
     return f'{head[:-1]},"events":[{events}]}}'.encode()
 
