@@ -2,6 +2,7 @@
 
     python bench/cli.py                      # 7 runs of each, against the default earlier revision
     python bench/cli.py --runs 15 --before 91bf376
+    python bench/cli.py --runs 9 --before main --query 现在几点   # another time query
 
 "before" is the source tree of ``--before`` (default ``91bf376``: main before the agent loaded
 lazily, when a time query imported SQLAlchemy for SQLite, numpy, httpx, the planner's parsers and
@@ -38,7 +39,11 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
 sys.__stderr__.write(json.dumps({{"modules": len(sys.modules)}}) + "\\n")
 """
 
-CASES = {"saber --help": ["--help"], "saber ask '东京现在几点' (time query)": ["ask", "东京现在几点"]}
+TIME_QUERY = "东京现在几点"
+
+
+def cases(query: str = TIME_QUERY) -> dict[str, list[str]]:
+    return {"saber --help": ["--help"], f"saber ask '{query}' (time query)": ["ask", query]}
 
 
 def _cpu() -> float:
@@ -61,18 +66,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--before", default=DEFAULT_BEFORE, help="the earlier revision to compare with")
+    ap.add_argument("--query", default=TIME_QUERY, help="the time query to run")
     args = ap.parse_args(argv)
+    commands = cases(args.query)
     with tempfile.TemporaryDirectory(prefix="saber-cli-bench-") as tmp:
         trees = {"before": extract_src(args.before, Path(tmp)), "now": REPO / "src"}
         env = {k: v for k, v in os.environ.items() if not k.startswith("SABER_") and k != "PYTHONDONTWRITEBYTECODE"}
         env.update(SABER_HOME=str(Path(tmp) / "home"), SABER_SEARCH_BACKEND="none")
         for src in trees.values():  # creates the data folder and migrates it; writes each tree's bytecode
-            for command in CASES.values():
+            for command in commands.values():
                 one_run(command, src, env)
         print(f"{args.runs} runs each, alternating; a fresh process each: median wall time (min) / median CPU time")
         print(f"{'command':38s} {'before (' + args.before + ')':>34s} {'now':>34s} {'speed-up wall/CPU':>18s}")
         medians: dict[str, tuple[float, float]] = {}
-        for label, command in CASES.items():
+        for label, command in commands.items():
             runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
             modules: dict[str, int] = {}
             for _ in range(args.runs):
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                                f"{statistics.median(cpus) * 1000:5.0f} ms {modules[name]:4d} mod")
             (bw, bc), (nw, nc) = medians[f"before {label}"], medians[f"now {label}"]
             print(f"{label:38s} {cells['before']:>34s} {cells['now']:>34s} {bw / nw:8.1f}x/{bc / nc:.1f}x", flush=True)
-    (help_wall, help_cpu), (ask_wall, ask_cpu) = (medians[f"now {label}"] for label in CASES)
+    (help_wall, help_cpu), (ask_wall, ask_cpu) = (medians[f"now {label}"] for label in commands)
     print(f"now: the time query takes {ask_wall / help_wall:.1f}x (CPU {ask_cpu / help_cpu:.1f}x) "
           "as long as `saber --help`")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -400,12 +400,25 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
         out().print(line(("note: ", "yellow"), note))
 
 
+LONG_LIVED = frozenset({"serve", "worker", "mcp"})
+"""Commands that keep running (``mcp`` for ``mcp serve``): their databases get the engine's pool.
+Every other command runs once and exits: ``saber.db.one_shot`` (no pool, no SQLAlchemy for SQLite)."""
+
+
+def _command(args: Sequence[str]) -> str | None:
+    return next((a for a in args if not a.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI and turn every user error into one line and an exit code."""
+    from saber.db.oneshot import one_shot
+
     logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
     install_log_redaction()  # no secret from a query or a tool result in any log line
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        with one_shot(_command(args) not in LONG_LIVED):
+            code = app(args=args, standalone_mode=False)
         if code == EXIT_INTERRUPTED:  # typer turns a Ctrl-C a command did not catch into Exit(130), silently
             raise Interrupted()
         if isinstance(code, int) and code:  # a typer.Exit(code) inside a command comes back as the return value

@@ -1,17 +1,24 @@
-"""``Database``: one connection pool per database per process.
+"""``Database``: one SQLAlchemy engine, and so one connection pool, per database per process.
 
 The knowledge base, memory and checkpoints open the same target (the SQLite file under
-``SABER_HOME`` or the ``database_url``) and get the same ``Database``: they share its pool.
-Opening one also brings its schema to the newest migration (see ``saber.db.migrate``).
+``SABER_HOME`` or the ``database_url``) and get the same ``Database``: they share its engine's
+pool. Opening one also brings its schema to the newest migration (see ``saber.db.migrate``).
 
-SQLite runs on the standard library's ``sqlite3`` and its own small pool (``saber.db._sqlite``),
-so a command on the default database never imports SQLAlchemy; PostgreSQL runs on a SQLAlchemy
-engine (its pool checks a connection before use and opens extra ones for bursts), and Alembic's
-migrations use SQLAlchemy on both.
+Both databases run on a SQLAlchemy 2 engine and its pool (``QueuePool``: ``db_pool_size``
+connections kept, as many again opened for bursts, a 30 s wait when all are busy). A SQLite file
+gets ``pool_pre_ping`` off (nothing can drop a file's connection) and its pragmas on every new
+connection; ``:memory:`` is one connection (``StaticPool``, as SQLAlchemy's SQLite notes advise
+for a memory database shared by threads) that one thread at a time holds; PostgreSQL (psycopg 3)
+gets ``pool_pre_ping`` on, so a connection a server restart killed is replaced at checkout.
 
-Statements are plain SQL with ``?`` placeholders, adapted here (and only here) to the driver's
+A transaction borrows a connection from the pool and runs its statements on the driver's own
+connection (``sqlite3`` / psycopg): what SQLAlchemy's ``Connection`` adds per statement (result
+objects, type processing) cost about 5× a checkpoint write's CPU, and these statements need none
+of it. Statements are SQL with ``?`` placeholders, adapted here (and only here) to psycopg's
 ``%s``. Every call is blocking: synchronous stores are run by their callers in worker threads,
 async stores hop there with ``asyncio.to_thread``, so no driver call runs on the event loop.
+
+SQLAlchemy is imported when the first database is opened, never by ``import saber.db``.
 """
 
 from __future__ import annotations
@@ -22,15 +29,13 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from saber.config.database_url import POSTGRES_SCHEMES as _POSTGRES_SCHEMES
 from saber.config.database_url import mask_url as mask_url
 from saber.config.database_url import postgres_url_problem as postgres_url_problem
-from saber.db._sqlite import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS
-from saber.db._sqlite import ConnectionPool, Pool, SharedConnection, connect
-from saber.db._sqlite import PoolTimeout as PoolTimeout  # what a checkout raises when the pool stays full
 from saber.db.errors import DatabaseError as DatabaseError
+from saber.db.oneshot import in_one_shot
 from saber.db.revision import VERSION_TABLE as VERSION_TABLE
 from saber.db.revision import newest_revision as newest_revision
 
@@ -39,8 +44,14 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 DEFAULT_POOL_SIZE = 5
-"""Connections a process keeps open per database (the ``db_pool_size`` setting); as many again
-may be opened for bursts."""
+"""Connections a process keeps open per database (the ``db_pool_size`` setting: the engine's
+``pool_size``); as many again may be opened for bursts (its ``max_overflow``)."""
+
+POOL_TIMEOUT = 30.0
+"""Seconds a checkout waits for a connection when every one is in use (SQLAlchemy's default)."""
+
+BUSY_TIMEOUT_MS = 10_000
+_PRAGMAS = (f"busy_timeout = {BUSY_TIMEOUT_MS}", "journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON")
 
 Dialect = Literal["sqlite", "postgresql"]
 
@@ -78,7 +89,7 @@ def engine_url(target: str | Path) -> sa.URL:
 
 def _registry_key(target: str | Path) -> str:
     path = sqlite_path(target)
-    if path is not None:  # what SQLAlchemy renders for it, without loading SQLAlchemy
+    if path is not None:  # what SQLAlchemy renders for it
         return f"sqlite:///{path}"
     return engine_url(target).render_as_string(hide_password=False)
 
@@ -96,9 +107,10 @@ class Rows(Protocol):
 class Tx:
     """One transaction on one pooled connection: ``execute`` with ``?`` placeholders.
 
-    ``conn`` is a ``sqlite3.Connection`` on SQLite, a SQLAlchemy ``Connection`` on PostgreSQL."""
+    ``conn`` is the driver's connection the pool lent: a ``sqlite3.Connection`` or a
+    ``psycopg.Connection``."""
 
-    def __init__(self, conn: sqlite3.Connection | Connection, dialect: Dialect, cache: dict[str, str]) -> None:
+    def __init__(self, conn: Any, dialect: Dialect, cache: dict[str, str]) -> None:
         self.conn = conn
         self.dialect = dialect
         self._cache = cache
@@ -110,24 +122,23 @@ class Tx:
         return query
 
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Rows:
-        if isinstance(self.conn, sqlite3.Connection):
-            return self.conn.execute(statement, _without_nul(params))
-        return cast(Rows, self.conn.exec_driver_sql(self._sql(statement), _without_nul(params)))
+        if self.dialect == "sqlite":
+            return self.conn.execute(statement, _without_nul(params))  # type: ignore[no-any-return]
+        return self.conn.execute(self._sql(statement), _without_nul(params) if params else None)  # type: ignore[no-any-return]
 
     def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        if isinstance(self.conn, sqlite3.Connection):
+        if self.dialect == "sqlite":
             self.conn.executemany(statement, [_without_nul(r) for r in rows])
         else:
-            self.conn.exec_driver_sql(self._sql(statement), [_without_nul(r) for r in rows])
+            with self.conn.cursor() as cur:
+                cur.executemany(self._sql(statement), [_without_nul(r) for r in rows])
 
     @property
     def driver_connection(self) -> Any:
         """The sqlite3 or psycopg connection under this transaction (for COPY and the like)."""
-        if isinstance(self.conn, sqlite3.Connection):
-            return self.conn
-        return self.conn.connection.driver_connection
+        return self.conn
 
 
 def _without_nul(params: Sequence[Any]) -> tuple[Any, ...]:
@@ -139,41 +150,77 @@ def _without_nul(params: Sequence[Any]) -> tuple[Any, ...]:
 
 
 class Database:
-    """Open with ``open_database``; ``close`` when done (the last close closes the pool's connections)."""
+    """Open with ``open_database``; ``close`` when done (the last close disposes of the engine's pool).
 
-    engine: sa.Engine
-    """PostgreSQL only: the SQLAlchemy engine and its pool."""
+    ``pooled=False`` (a SQLite file in a one-shot command: see ``saber.db.one_shot``) keeps no
+    pool: each transaction opens its own ``sqlite3`` connection with the same settings and closes
+    it, as SQLAlchemy's ``NullPool`` would, without loading SQLAlchemy; the engine (with a
+    ``NullPool``) is made only if a migration needs it."""
 
-    def __init__(self, target: str | Path, *, pool_size: int = DEFAULT_POOL_SIZE, connect_timeout: float = 10.0) -> None:
+    def __init__(self, target: str | Path, *, pool_size: int = DEFAULT_POOL_SIZE, connect_timeout: float = 10.0,
+                 pool_timeout: float = POOL_TIMEOUT, pooled: bool = True) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size: must be at least 1, got {pool_size}")
         self._target = target
         self.pool_size = pool_size
+        self.pool_timeout = pool_timeout
+        self._connect_timeout = connect_timeout
         self._sql_cache: dict[str, str] = {}
         self._refs = 0
-        self._pool: Pool | None = None
+        self._engine: sa.Engine | None = None
+        self._exclusive: threading.RLock | None = None
+        """``:memory:`` only: held from checkout to checkin (its one connection serves one thread at a time)."""
         path = sqlite_path(target)
+        self._path = path
         self.dialect: Dialect = "sqlite" if path is not None else "postgresql"
+        self.pooled = pooled or path is None or path == ":memory:"
         if path is not None:
             self.display = str(target) if "://" in str(target) else path
             if path == ":memory:":  # one connection, or every checkout would see its own empty database
-                self._pool = SharedConnection(lambda: connect(path))
+                self._exclusive = threading.RLock()
             else:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-                self._pool = ConnectionPool(lambda: connect(path), size=pool_size, overflow=pool_size, name=path)
         else:
-            from sqlalchemy import create_engine, event
-
             self.display = mask_url(str(target))
-            self.engine = create_engine(
-                engine_url(target), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
-                connect_args={"connect_timeout": max(1, int(connect_timeout))},
+        if self.pooled:
+            self._engine = self._create_engine()
+
+    def _create_engine(self) -> sa.Engine:
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.pool import NullPool, QueuePool, StaticPool
+
+        url = engine_url(self._target)
+        if self._path is None:
+            engine = create_engine(
+                url, poolclass=QueuePool, pool_size=self.pool_size, max_overflow=self.pool_size,
+                pool_timeout=self.pool_timeout, pool_pre_ping=True,
+                connect_args={"connect_timeout": max(1, int(self._connect_timeout))},
             )
-            event.listen(self.engine, "connect", _register_vector)
+            event.listen(engine, "connect", _register_vector)
+            return engine
+        connect_args = {"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False, "isolation_level": None}
+        if self._path == ":memory:":
+            engine = create_engine(url, poolclass=StaticPool, connect_args=connect_args)
+        elif not self.pooled:
+            engine = create_engine(url, poolclass=NullPool, connect_args=connect_args)
+        else:
+            engine = create_engine(
+                url, poolclass=QueuePool, pool_size=self.pool_size, max_overflow=self.pool_size,
+                pool_timeout=self.pool_timeout, pool_pre_ping=False, pool_reset_on_return=None,
+                connect_args=connect_args,
+            )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+
+    @property
+    def engine(self) -> sa.Engine:
+        """The SQLAlchemy engine and its pool (made on first use when the database is not pooled)."""
+        if self._engine is None:
+            self._engine = self._create_engine()
+        return self._engine
 
     @property
     def url(self) -> sa.URL:
-        """The target as SQLAlchemy's URL (loads SQLAlchemy)."""
         return engine_url(self._target)
 
     # -- transactions ----------------------------------------------------------------------------
@@ -187,65 +234,127 @@ class Database:
         survive power loss (``synchronous=FULL``: the WAL is fsynced before COMMIT returns),
         where the default (NORMAL) survives a crash of the process but may lose the last
         commits on power loss. PostgreSQL commits are durable as the server is configured."""
-        if self._pool is None:
-            with self.engine.connect() as pg, self._committed(pg) as tx:
-                yield tx
+        with self._borrowed(durable=durable) as conn:
+            if self.dialect == "sqlite":
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield Tx(conn, self.dialect, self._sql_cache)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    @contextlib.contextmanager
+    def _borrowed(self, *, durable: bool = False) -> Iterator[Any]:
+        """The driver connection of one checkout from the engine's pool, given back as it came:
+        outside a transaction, at synchronous NORMAL. One whose COMMIT or ROLLBACK failed is rolled
+        back; one that cannot be (a lost connection) is invalidated: the pool closes it rather than
+        lend it again."""
+        if not self.pooled:
+            with self._unpooled(durable=durable) as own:
+                yield own
             return
-        with self._sqlite_connection(durable=durable) as conn:
+        with self._exclusive if self._exclusive is not None else contextlib.nullcontext():
+            try:
+                pooled = self.engine.pool.connect()
+            except Exception as error:
+                timeout = _pool_timeout(self, error)
+                if timeout is None:
+                    raise
+                raise timeout from None
+            conn: Any = pooled.driver_connection
+            try:
+                if durable and self.dialect == "sqlite":
+                    conn.execute("PRAGMA synchronous = FULL")
+                yield conn
+            finally:
+                try:
+                    if not _idle(conn, self.dialect):
+                        conn.rollback()
+                    if durable and self.dialect == "sqlite":
+                        conn.execute("PRAGMA synchronous = NORMAL")
+                    usable = _idle(conn, self.dialect)
+                except Exception:
+                    usable = False
+                if not usable and self._exclusive is None:  # the one memory connection is the database: kept
+                    pooled.invalidate()
+                pooled.close()
+
+    @contextlib.contextmanager
+    def _unpooled(self, *, durable: bool) -> Iterator[sqlite3.Connection]:
+        """A connection of its own for one transaction, closed after it."""
+        assert self._path is not None
+        conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
+                               isolation_level=None)
+        try:
+            _sqlite_pragmas(conn, None)
             if durable:
                 conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            with self._committed(conn) as tx:
-                yield tx
-
-    @contextlib.contextmanager
-    def _committed(self, conn: sqlite3.Connection | Connection) -> Iterator[Tx]:
-        """A ``Tx`` on ``conn``: committed when the block ends, rolled back when it raises (a
-        cancellation included)."""
-        try:
-            yield Tx(conn, self.dialect, self._sql_cache)
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.commit()
-
-    @contextlib.contextmanager
-    def _sqlite_connection(self, *, durable: bool) -> Iterator[sqlite3.Connection]:
-        """A connection from the pool, put back as it came: outside a transaction, at synchronous NORMAL."""
-        assert self._pool is not None
-        conn = self._pool.checkout()
-        broken = False
-        try:
             yield conn
         finally:
+            conn.close()  # a transaction still open is rolled back
+
+    @contextlib.contextmanager
+    def connection(self, *, write: bool = False) -> Iterator[Connection]:
+        """A SQLAlchemy ``Connection`` in one transaction (what Alembic runs on): committed on
+        exit, rolled back on error; on SQLite begun as ``transaction`` begins one."""
+        with self._exclusive if self._exclusive is not None else contextlib.nullcontext(), \
+                self.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                if conn.in_transaction:  # its COMMIT or ROLLBACK failed
-                    conn.rollback()
-                if durable:
-                    conn.execute("PRAGMA synchronous = NORMAL")
-            except sqlite3.Error:
-                broken = True  # closed rather than kept in an unknown state
-            self._pool.checkin(conn, discard=broken)
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
 
     def is_unique_violation(self, error: BaseException) -> bool:
         if isinstance(error, sqlite3.IntegrityError):
             return "UNIQUE" in str(error)
         if self.dialect == "sqlite":
             return False
+        if type(error).__name__ == "UniqueViolation":
+            return True
         from sqlalchemy import exc
 
         return isinstance(error, exc.IntegrityError) and _unique(error.orig)
 
     def dispose(self) -> None:
-        """Close every pooled connection (one in use when it is returned). ``close`` does this
-        after the last user's close; a ``Database`` made without ``open_database`` calls it itself."""
-        if self._pool is not None:
-            self._pool.dispose()
-        else:
-            self.engine.dispose()
+        """Close every pooled connection not in use (one in use is closed when it is returned).
+        ``close`` does this after the last user's close; a ``Database`` made without
+        ``open_database`` calls it itself."""
+        if self._engine is not None:
+            self._engine.dispose()
 
     def close(self) -> None:
         _release(self)
+
+
+class PoolTimeout(DatabaseError):
+    """Every connection the pool may open stayed in use for the whole wait (``POOL_TIMEOUT``)."""
+
+
+def _pool_timeout(db: Database, error: Exception) -> PoolTimeout | None:
+    """SQLAlchemy's pool timeout as an error naming the database and the setting to raise."""
+    from sqlalchemy import exc
+
+    if not isinstance(error, exc.TimeoutError):
+        return None
+    return PoolTimeout(f"no connection to the database {db.display} came free in {db.pool_timeout:g} s: all "
+                       f"{2 * db.pool_size} are in use (db_pool_size {db.pool_size}, as many again for bursts)")
+
+
+def _idle(conn: Any, dialect: Dialect) -> bool:
+    """The connection is usable and outside a transaction."""
+    try:
+        if dialect == "sqlite":
+            return not conn.in_transaction
+        from psycopg.pq import TransactionStatus
+
+        return not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+    except Exception:  # a closed sqlite3 connection raises: not idle, not usable
+        return False
 
 
 def _unique(orig: BaseException | None) -> bool:
@@ -254,6 +363,14 @@ def _unique(orig: BaseException | None) -> bool:
     if type(orig).__name__ == "UniqueViolation":
         return True
     return "UNIQUE" in str(orig)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Saber's settings on every new SQLite connection: a 10 s busy timeout, WAL, synchronous NORMAL
+    (a transaction asks FULL for itself), foreign keys. Transactions are begun explicitly (BEGIN /
+    BEGIN IMMEDIATE: ``isolation_level=None``), never by the sqlite3 module."""
+    for pragma in _PRAGMAS:
+        dbapi_connection.execute(f"PRAGMA {pragma}")
 
 
 def _register_vector(dbapi_connection: Any, _record: Any) -> None:
@@ -269,8 +386,6 @@ def _register_vector(dbapi_connection: Any, _record: Any) -> None:
     except psycopg.ProgrammingError:  # no vector type (yet): memory and checkpoints do not need it
         pass
     dbapi_connection.rollback()
-
-
 # -- one Database per target per process -------------------------------------------------------
 
 _open: dict[str, Database] = {}
@@ -296,13 +411,17 @@ def open_database(target: str | Path, *, pool_size: int | None = None, connect_t
     """The process's ``Database`` for ``target`` (created, connected and migrated on first open).
 
     Every store opened on the same target shares it, and its pool; ``pool_size`` counts only
-    when the first store opens it. Raises DatabaseError when it cannot be reached or migrated."""
-    key = _registry_key(target)
+    when the first store opens it. Inside ``saber.db.one_shot()`` a SQLite file gets a
+    ``Database`` without a pool (its own, beside a pooled one opened outside the block).
+    Raises DatabaseError when it cannot be reached or migrated."""
+    pooled = not in_one_shot()
+    key = _registry_key(target) + ("" if pooled else " (one-shot)")
     with _registry_lock:
         db = _open.get(key)
         if db is None:
             try:
-                db = Database(target, pool_size=pool_size or DEFAULT_POOL_SIZE, connect_timeout=connect_timeout)
+                db = Database(target, pool_size=pool_size or DEFAULT_POOL_SIZE, connect_timeout=connect_timeout,
+                              pooled=pooled)
             except OSError as exc:
                 where = exc.filename if exc.filename is not None else target
                 reason = "exists and is not a folder (check SABER_HOME)" \

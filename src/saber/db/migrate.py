@@ -6,9 +6,8 @@ a lock every other upgrader waits for (``BEGIN IMMEDIATE`` on SQLite, a transact
 advisory lock on PostgreSQL). The second one in finds the schema at the newest revision and
 does nothing. DDL is transactional on both, so a failed migration leaves the old schema.
 
-Alembic works on SQLAlchemy connections. On SQLite, where ``Database`` uses ``sqlite3`` itself,
-the migration runs on one of its pooled connections, lent for the time of the migration to an
-SQLAlchemy engine made for it: the migrated schema is the one every pooled connection sees.
+Alembic runs on a SQLAlchemy ``Connection`` from the database's own engine (``Database.connection``):
+the migrated schema is the one every pooled connection sees.
 """
 
 from __future__ import annotations
@@ -17,16 +16,15 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import create_engine, exc
+from sqlalchemy import exc
 from sqlalchemy.engine import Connection
-from sqlalchemy.pool import StaticPool
 
 from saber.db.errors import DatabaseError
 from saber.db.revision import VERSION_TABLE
@@ -46,41 +44,11 @@ def _config(conn: Connection | None = None) -> Config:
     return cfg
 
 
-class _Lent:
-    """A pooled sqlite3 connection as SQLAlchemy sees it: statements go through, but its
-    transaction and its life stay with the ``Database`` transaction that lent it."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
-
-    def commit(self) -> None:
-        pass
-
-    def rollback(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 @contextlib.contextmanager
 def _connection(db: Database, *, write: bool) -> Iterator[Connection]:
-    """A SQLAlchemy connection in one ``db.transaction(write=write)``: committed on exit, rolled back on error."""
-    with db.transaction(write=write) as tx:
-        if db.dialect == "postgresql":
-            assert isinstance(tx.conn, Connection)
-            yield tx.conn
-            return
-        lent = _Lent(tx.driver_connection)
-        engine = create_engine("sqlite://", creator=lambda: lent, poolclass=StaticPool)
-        try:
-            with engine.connect() as conn:
-                yield conn
-        finally:
-            engine.dispose()  # closes nothing: the connection goes back to db's pool
+    """A SQLAlchemy connection in one transaction on ``db``'s engine: committed on exit, rolled back on error."""
+    with db.connection(write=write) as conn:
+        yield conn
 
 
 def head() -> str:

@@ -4,9 +4,9 @@ knowledge base's ``rag_owners`` table at start (where every API node and worker 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from pathlib import Path
 
+from saber.db.database import Database
 from saber.rag.engine import RagEngine
 
 log = logging.getLogger(__name__)
@@ -17,18 +17,20 @@ def move_legacy_owners(path: Path, engine: RagEngine) -> int:
     table; returns how many rows were moved. Run off the event loop."""
     if not path.is_file():
         return 0
-    db = sqlite3.connect(str(path))
+    legacy = Database(path, pooled=False)  # read once: no pool, and no migration (not Saber's schema)
     try:
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_owners'").fetchone() is None:
-            return 0
-        rows = db.execute("SELECT document_id, user_id FROM document_owners").fetchall()
+        with legacy.transaction() as tx:
+            if tx.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_owners'").fetchone() \
+                    is None:
+                return 0
+            rows = tx.execute("SELECT document_id, user_id FROM document_owners").fetchall()
         known = {d.id for d in engine.list_documents(hidden=())}
         for document_id, user_id in rows:
             if document_id in known:
                 engine.add_owner(str(document_id), str(user_id))
-        with db:
-            db.execute("DROP TABLE document_owners")
+        with legacy.transaction(write=True) as tx:
+            tx.execute("DROP TABLE document_owners")
     finally:
-        db.close()
+        legacy.dispose()
     log.info("moved %d document owner(s) from %s into the knowledge base", len(rows), path)
     return len(rows)

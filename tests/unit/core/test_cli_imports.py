@@ -71,7 +71,7 @@ TIME_QUERY_NEVER_LOADS = (
 )
 """What a time query needs is the router, the clock tool and the stores. The openai client, jieba,
 the embedding model and numpy, Alembic (the database is already at the newest revision after the
-first command) and SQLAlchemy (SQLite runs on sqlite3), the HTTP client (the city is a known one), the planner's parsers, the other modes,
+first command) and SQLAlchemy (a one-shot command keeps no pool: ``saber.db.oneshot``), the HTTP client (the city is a known one), the planner's parsers, the other modes,
 the sub-agents and the file readers load only when a query needs them."""
 
 

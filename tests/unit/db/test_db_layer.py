@@ -27,13 +27,13 @@ def test_every_store_on_one_file_shares_one_database_and_its_pool(tmp_path: Path
     memory = SQLiteMemoryStore(path)
     try:
         assert memory._db is knowledge._db  # type: ignore[attr-defined]
-        assert knowledge._db._pool.size == 3  # type: ignore[attr-defined]  # the first opener's size
+        assert knowledge._db.engine.pool.size() == 3  # type: ignore[attr-defined]  # the first opener's size
     finally:
         memory.close()
         knowledge.close()
     fresh = open_database(path, pool_size=2)  # the last close disposed it: a new one, a new size
     try:
-        assert fresh._pool.size == 2  # type: ignore[union-attr]
+        assert fresh.engine.pool.size() == 2  # type: ignore[attr-defined]
     finally:
         fresh.close()
 
@@ -47,7 +47,7 @@ def test_pool_size_comes_from_the_setting(tmp_path: Path, monkeypatch: pytest.Mo
     async def pool_size() -> int:
         await store.list_tasks()
         assert store._db is not None
-        size = store._db._pool.size  # type: ignore[union-attr]
+        size = store._db.engine.pool.size()  # type: ignore[attr-defined]
         await store.close()
         return int(size)
 
@@ -101,13 +101,12 @@ def test_bad_targets_raise_a_clear_error(tmp_path: Path) -> None:
 async def test_checkpoint_calls_never_run_sql_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     threads: set[int] = set()
 
-    def traced(path: str) -> Any:  # every statement on every pooled connection, in the thread that ran it
-        conn = connect(path)
+    def traced(conn: Any, record: Any) -> None:  # every statement on every pooled connection, in the thread that ran it
+        pragmas(conn, record)
         conn.set_trace_callback(lambda _sql: threads.add(threading.get_ident()))
-        return conn
 
-    connect = database_module.connect
-    monkeypatch.setattr(database_module, "connect", traced)
+    pragmas = database_module._sqlite_pragmas
+    monkeypatch.setattr(database_module, "_sqlite_pragmas", traced)
     store = SQLiteCheckpointStore(tmp_path / "saber.db")
     try:
         await store.list_tasks()

@@ -1,6 +1,6 @@
-"""SQLite on the standard library's sqlite3: no SQLAlchemy once a file is migrated, the pool
-(bursts, a full pool, connections always returned), concurrent writers, targets and URLs, and
-migrations that every pooled connection sees."""
+"""SQLite on SQLAlchemy's engine and pool: no Alembic once a file is migrated, the pool (bursts, a
+full pool, connections always returned), concurrent writers, targets and URLs, and migrations
+that every pooled connection sees."""
 
 from __future__ import annotations
 
@@ -14,10 +14,17 @@ from pathlib import Path
 import pytest
 
 from saber.db import migrate
-from saber.db._sqlite import ConnectionPool, PoolTimeout, connect
-from saber.db.database import Database, DatabaseError, engine_url, mask_url, open_database, sqlite_path
+from saber.db.database import (
+    Database,
+    DatabaseError,
+    PoolTimeout,
+    engine_url,
+    mask_url,
+    open_database,
+    sqlite_path,
+)
 
-NO_SQLALCHEMY = """
+NO_ALEMBIC = """
 import sys
 from saber.agent.memory.sqlite_store import SQLiteMemoryStore
 from saber.db import open_database
@@ -30,24 +37,83 @@ db.close()
 store = SQLiteMemoryStore(sys.argv[1])  # what a time query does with the database: its history
 store.append_history("u", "user", "东京现在几点", keep=10, now=2.0)
 store.close()
-print(sorted(m for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "alembic")))
+print(sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "alembic")}))
 """
 
 
-def test_a_migrated_sqlite_database_is_used_without_importing_sqlalchemy(tmp_path: Path) -> None:
+def test_a_migrated_sqlite_database_is_used_without_importing_alembic(tmp_path: Path) -> None:
     path = tmp_path / "saber.db"
-    open_database(path).close()  # migrated (with Alembic and SQLAlchemy) in this process
-    done = subprocess.run([sys.executable, "-c", NO_SQLALCHEMY, str(path)], capture_output=True, text=True,
+    open_database(path).close()  # migrated (with Alembic) in this process
+    done = subprocess.run([sys.executable, "-c", NO_ALEMBIC, str(path)], capture_output=True, text=True,
                           check=True, timeout=60)
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.strip() == "['sqlalchemy']"
 
 
-# -- the pool ------------------------------------------------------------------------------------
+ONE_SHOT = """
+import sys, threading
+from saber.db import one_shot, open_database
+with one_shot():
+    db = open_database(sys.argv[1])
+    assert not db.pooled
+    with db.transaction(write=True) as tx:
+        tx.execute("CREATE TABLE IF NOT EXISTS counter (n INTEGER NOT NULL)")
+        tx.execute("INSERT INTO counter VALUES (0)")
+        first = tx.driver_connection
+    with db.transaction() as tx:
+        assert tx.driver_connection is not first  # a connection per transaction: nothing kept
+        assert tx.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert tx.execute("PRAGMA busy_timeout").fetchone() == (10000,)
+
+    def increment():
+        for _ in range(25):
+            with db.transaction(write=True) as tx:
+                n = tx.execute("SELECT n FROM counter").fetchone()[0]
+                tx.execute("UPDATE counter SET n = ?", (n + 1,))
+
+    workers = [threading.Thread(target=increment) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    with db.transaction() as tx:
+        print(tx.execute("SELECT n FROM counter").fetchone()[0])
+    db.close()
+print(sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("sqlalchemy", "alembic")}))
+outside = open_database(sys.argv[1])
+print(outside.pooled)
+outside.close()
+"""
 
 
-def _pool(tmp_path: Path, *, size: int, overflow: int, timeout: float = 30.0) -> ConnectionPool:
-    path = str(tmp_path / "pool.db")
-    return ConnectionPool(lambda: connect(path), size=size, overflow=overflow, timeout=timeout, name=path)
+def test_a_one_shot_command_keeps_no_pool_loads_no_sqlalchemy_and_loses_no_update(tmp_path: Path) -> None:
+    path = tmp_path / "saber.db"
+    open_database(path).close()  # migrated in this process
+    done = subprocess.run([sys.executable, "-c", ONE_SHOT, str(path)], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.split("\n")[:3] == ["200", "[]", "True"]  # 8 threads x 25; outside the block: pooled
+
+
+def test_a_one_shot_database_is_migrated_on_an_engine_made_for_it(tmp_path: Path) -> None:
+    from saber.db import one_shot
+
+    with one_shot():
+        db = open_database(tmp_path / "fresh.db")  # not migrated yet: Alembic needs the engine
+    try:
+        assert not db.pooled and migrate.current(db) == migrate.head()
+        with db.transaction() as tx:
+            assert tx.execute("SELECT COUNT(*) FROM mem_history").fetchone() == (0,)
+    finally:
+        db.close()
+
+
+def test_serve_worker_and_mcp_keep_a_pool_every_other_command_is_one_shot() -> None:
+    from saber.cli.main import LONG_LIVED, _command
+
+    assert {_command(a) for a in (["serve", "--port", "1"], ["worker"], ["mcp", "serve"])} <= LONG_LIVED
+    assert _command(["--json", "ask", "x"]) == "ask" and "ask" not in LONG_LIVED
+
+
+# -- the engine's pool ---------------------------------------------------------------------------
 
 
 def _closed(conn: sqlite3.Connection) -> bool:
@@ -58,65 +124,75 @@ def _closed(conn: sqlite3.Connection) -> bool:
     return False
 
 
+def _hold(db: Database, n: int) -> tuple[list[sqlite3.Connection], threading.Event, list[threading.Thread]]:
+    """``n`` threads each holding a transaction (so a pooled connection) until the event is set."""
+    got: list[sqlite3.Connection] = []
+    ready, release = threading.Barrier(n + 1), threading.Event()
+
+    def hold() -> None:
+        with db.transaction() as tx:
+            got.append(tx.driver_connection)
+            ready.wait(timeout=30)
+            release.wait(timeout=30)
+
+    threads = [threading.Thread(target=hold) for _ in range(n)]
+    for thread in threads:
+        thread.start()
+    ready.wait(timeout=30)
+    return got, release, threads
+
+
 def test_a_burst_opens_overflow_connections_and_closes_them_when_they_come_back(tmp_path: Path) -> None:
-    pool = _pool(tmp_path, size=2, overflow=2)
-    conns = [pool.checkout() for _ in range(4)]
-    assert len(set(conns)) == 4 and pool.open_connections == 4
-    for conn in conns:
-        pool.checkin(conn)
-    assert pool.open_connections == 2  # the pool's size kept, the burst's extra ones closed
-    assert [_closed(c) for c in conns] == [False, False, True, True]
-    again = {pool.checkout(), pool.checkout()}
-    assert again == set(conns[:2])  # kept connections are reused, not reopened
-    pool.dispose()
+    db = Database(tmp_path / "pool.db", pool_size=2)  # db_pool_size 2: 2 kept, 2 more for a burst
+    conns, release, threads = _hold(db, 4)
+    assert len({id(c) for c in conns}) == 4 and db.engine.pool.checkedout() == 4
+    release.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert db.engine.pool.checkedout() == 0
+    assert sorted(_closed(c) for c in conns) == [False, False, True, True]  # the burst's extra ones closed
+    with db.transaction() as tx:
+        assert tx.driver_connection in [c for c in conns if not _closed(c)]  # kept ones are reused
+    db.dispose()
 
 
 def test_a_full_pool_waits_for_a_connection_then_raises_a_clear_error(tmp_path: Path) -> None:
-    pool = _pool(tmp_path, size=1, overflow=1, timeout=0.05)
-    first, second = pool.checkout(), pool.checkout()
-    with pytest.raises(PoolTimeout, match=r"pool\.db came free in 0\.05 s: all 2 are in use \(db_pool_size 1"):
-        pool.checkout()
-    got: list[sqlite3.Connection] = []
-    pool.timeout = 30.0
-    waiter = threading.Thread(target=lambda: got.append(pool.checkout()))
-    waiter.start()  # blocks until a connection is returned (or finds it returned already)
-    pool.checkin(first)
-    waiter.join(timeout=30)
-    assert got == [first] and pool.open_connections == 2
-    pool.checkin(first)
-    pool.checkin(second)
-    pool.dispose()
+    db = Database(tmp_path / "pool.db", pool_size=1, pool_timeout=0.05)
+    conns, release, threads = _hold(db, 2)
+    with pytest.raises(PoolTimeout, match=r"pool\.db came free in 0\.05 s: all 2 are in use \(db_pool_size 1"), \
+            db.transaction():
+        pass
+    release.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    with db.transaction() as tx:  # a returned connection is lent again
+        assert tx.driver_connection in conns
+    db.dispose()
 
 
-def test_a_connection_that_fails_to_open_frees_its_place(tmp_path: Path) -> None:
-    attempts: list[int] = []
-
-    def flaky() -> sqlite3.Connection:
-        attempts.append(1)
-        if len(attempts) == 1:
-            raise sqlite3.OperationalError("unable to open database file")
-        return connect(str(tmp_path / "pool.db"))
-
-    pool = ConnectionPool(flaky, size=1, overflow=0, timeout=0.05)
-    with pytest.raises(sqlite3.OperationalError):
-        pool.checkout()
-    conn = pool.checkout()  # the failed open did not keep the only place
-    assert pool.open_connections == 1
-    pool.checkin(conn)
-    pool.dispose()
+def test_dispose_closes_idle_connections_and_the_database_stays_usable(tmp_path: Path) -> None:
+    db = Database(tmp_path / "pool.db", pool_size=2)
+    with db.transaction() as tx:
+        idle = tx.driver_connection
+    db.dispose()
+    assert _closed(idle)
+    with db.transaction() as tx:  # usable again, as a disposed SQLAlchemy engine is
+        assert tx.execute("SELECT 1").fetchone() == (1,)
+    db.dispose()
 
 
-def test_dispose_closes_idle_connections_now_and_busy_ones_when_returned(tmp_path: Path) -> None:
-    pool = _pool(tmp_path, size=2, overflow=0)
-    idle, busy = pool.checkout(), pool.checkout()
-    pool.checkin(idle)
-    pool.dispose()
-    assert _closed(idle) and not _closed(busy)
-    pool.checkin(busy)
-    assert _closed(busy) and pool.open_connections == 0
-    conn = pool.checkout()  # still usable, as a disposed SQLAlchemy engine is
-    pool.checkin(conn)
-    pool.dispose()
+def test_every_pooled_connection_gets_the_pragmas(tmp_path: Path) -> None:
+    db = Database(tmp_path / "pool.db", pool_size=2)
+    conns, release, threads = _hold(db, 2)
+    for conn in conns:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA busy_timeout").fetchone() == (10_000,)
+        assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    release.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    db.dispose()
 
 
 # -- transactions on the pool --------------------------------------------------------------------
@@ -136,9 +212,9 @@ def db(tmp_path: Path) -> Database:
 
 
 def _pool_state(db: Database) -> tuple[int, int]:
-    pool = db._pool
-    assert isinstance(pool, ConnectionPool)
-    return pool.open_connections, len(pool._busy)
+    """(connections open, connections lent out)."""
+    pool = db.engine.pool
+    return pool.checkedin() + pool.checkedout(), pool.checkedout()  # type: ignore[attr-defined]
 
 
 class Cancelled(BaseException):
@@ -260,10 +336,10 @@ def test_disposing_a_memory_database_closes_its_connection_and_a_new_one_starts_
     database.dispose()
 
 
-@pytest.mark.parametrize(("size", "overflow"), [(0, 0), (0, 5), (1, -1), (5, -1)])
-def test_a_pool_needs_one_kept_connection_and_no_negative_overflow(tmp_path: Path, size: int, overflow: int) -> None:
-    with pytest.raises(ValueError, match="size must be at least 1 and overflow at least 0"):
-        ConnectionPool(lambda: connect(str(tmp_path / "x.db")), size=size, overflow=overflow)
+@pytest.mark.parametrize("size", [0, -1])
+def test_a_pool_needs_one_kept_connection(tmp_path: Path, size: int) -> None:
+    with pytest.raises(ValueError, match="pool_size: must be at least 1"):
+        Database(tmp_path / "x.db", pool_size=size)
 
 
 async def test_checkpoint_store_on_memory_database_from_worker_threads() -> None:
@@ -279,7 +355,7 @@ async def test_checkpoint_store_on_memory_database_from_worker_threads() -> None
 # -- targets -------------------------------------------------------------------------------------
 
 
-def test_sqlite_targets_are_read_without_sqlalchemy_and_as_it_reads_them(tmp_path: Path,
+def test_sqlite_targets_are_read_as_sqlalchemy_reads_them(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     absolute = str(tmp_path / "a.db")

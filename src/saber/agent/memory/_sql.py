@@ -1,5 +1,6 @@
-"""The SQL both stores share, on a ``saber.db`` database (its pool, transactions and migrated
-``mem_*`` tables). Every statement is scoped by ``user_id``: no method reads or writes another
+"""The SQL both stores share, on a ``saber.db`` database (its engine's pool, transactions and
+migrated ``mem_*`` tables). A write is one transaction; the rows of one write go in one
+``executemany``. Every statement is scoped by ``user_id``: no method reads or writes another
 user's rows. Methods block; async callers run them in worker threads.
 """
 
@@ -91,12 +92,11 @@ class SQLMemoryStore:
         if not updates:
             return
         with self._db.transaction(write=True) as tx:
-            for key, value in updates.items():
-                tx.execute(
-                    "INSERT INTO mem_preferences (user_id, key, value, updated_at) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    (user_id, key, value, now),
-                )
+            tx.executemany(
+                "INSERT INTO mem_preferences (user_id, key, value, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                [(user_id, key, value, now) for key, value in updates.items()],
+            )
 
     def delete_preference(self, user_id: str, key: str) -> bool:
         check_user_id(user_id)
@@ -175,20 +175,18 @@ class SQLMemoryStore:
         if not ids:
             return
         with self._db.transaction(write=True) as tx:
-            for memory_id in ids:
-                tx.execute(
-                    "UPDATE mem_memories SET last_used_at = ?, uses = uses + 1 WHERE user_id = ? AND id = ?",
-                    (now, user_id, int(memory_id)),
-                )
+            tx.executemany(
+                "UPDATE mem_memories SET last_used_at = ?, uses = uses + 1 WHERE user_id = ? AND id = ?",
+                [(now, user_id, int(memory_id)) for memory_id in ids],
+            )
 
     def update_vectors(self, user_id: str, vectors: Mapping[int, npt.NDArray[np.float32]], embedder: str) -> None:
         check_user_id(user_id)
         with self._db.transaction(write=True) as tx:
-            for memory_id, vector in vectors.items():
-                tx.execute(
-                    "UPDATE mem_memories SET vector = ?, embedder = ? WHERE user_id = ? AND id = ?",
-                    (vector_to_bytes(vector), embedder, user_id, int(memory_id)),
-                )
+            tx.executemany(
+                "UPDATE mem_memories SET vector = ?, embedder = ? WHERE user_id = ? AND id = ?",
+                [(vector_to_bytes(vector), embedder, user_id, int(memory_id)) for memory_id, vector in vectors.items()],
+            )
 
     def delete_memory(self, user_id: str, memory_id: int) -> bool:
         check_user_id(user_id)
