@@ -32,7 +32,6 @@ from saber.redact import redact
 from saber.runs.errors import ApiError
 from saber.runs.manager import RunManager, TaskRun
 from saber.runs.request import RunRequest
-from saber.runs.status import TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +119,9 @@ class QueuedRuns:
                 await self._load(run)
             run.record, run.error = records.get(run.task_id, (run.record, run.error))  # type: ignore[assignment]
 
-    async def records(self, task_ids: list[str]) -> dict[str, TaskStatus]:
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
         """The queue's status of each of ``task_ids`` it holds (see ``RunQueue.statuses``)."""
-        return await _reachable(asyncio.to_thread(self.queue.statuses, task_ids))  # type: ignore[arg-type]
+        return await _reachable(asyncio.to_thread(self.queue.statuses, task_ids))
 
     async def _load(self, run: TaskRun) -> None:
         """Read the run's events; with Redis down, keep what was read (the status comes from the queue)."""

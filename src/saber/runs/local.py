@@ -13,7 +13,6 @@ from saber.events import Done, Event
 from saber.observability.tracing import LocalRunTrace
 from saber.runs.manager import TaskRun
 from saber.runs.request import agent_stream
-from saber.runs.status import TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ class LocalRuns:
     async def refresh(self, runs: list[TaskRun]) -> None:
         """Nothing: the runs' logs are written in place."""
 
-    async def records(self, task_ids: list[str]) -> dict[str, TaskStatus]:
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
         """None: no record is kept beside the runs' logs."""
         return {}
 

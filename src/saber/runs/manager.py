@@ -106,8 +106,8 @@ class RunBackend(Protocol):
     async def refresh(self, runs: list[TaskRun]) -> None:
         """Bring what ``runs`` know of their tasks (events, records) up to date."""
 
-    async def records(self, task_ids: list[str]) -> dict[str, TaskStatus]:
-        """The status of each of ``task_ids`` that has a stored record."""
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
+        """The status (a ``TaskStatus``) of each of ``task_ids`` that has a stored record."""
 
     async def drain(self, runs: list[TaskRun], grace: float) -> None:
         """The server is shutting down: settle ``runs``, those not finished, within about ``grace`` seconds."""
