@@ -135,7 +135,7 @@ def test_a_run_reports_one_status_through_the_api_the_cli_and_the_queue(cluster:
     db = open_database(cluster.env["SABER_DATABASE_URL"])
     try:
         queue = RunQueue(db, lease_seconds=3, max_running_per_user=4)
-        body = {"message": "job sr of ann steps 6 slow", "mode": "react", "user_id": "ann", "task_id": "sr", "detach": True}
+        body = {"message": "job sr of ann steps 20 slow", "mode": "react", "user_id": "ann", "task_id": "sr", "detach": True}
         with httpx.stream("POST", api + "/api/chat/stream", json=body, timeout=60) as r:
             assert r.status_code == 200
             assert next(e for e in sse(r) if e[1] == "node_start"), "a step is under way: its checkpoint is written"
