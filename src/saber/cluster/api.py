@@ -1,7 +1,7 @@
-"""``ClusterRunManager``: the API node's run manager in the distributed mode.
+"""``QueuedRuns``: where the API node's ``RunManager`` runs requests in the distributed mode.
 
-It runs nothing itself: a request becomes a row of the run queue (answered 409 for a task id
-queued or running, 429 past ``cluster_max_waiting_per_user``) and the ``start`` event of its
+This node runs nothing itself: a request becomes a row of the run queue (answered 409 for a task
+id queued or running, 429 past ``cluster_max_waiting_per_user``) and the ``start`` event of its
 stream, written at once so that the client knows it was accepted while it waits for a worker.
 Its events are read from the task's Redis stream, so this node serves the events of any task,
 whichever node took it and whichever worker runs it. A cancel marks a waiting run cancelled in
@@ -13,9 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from redis.asyncio import Redis
 
@@ -31,7 +30,7 @@ from saber.observability import metrics, tracing
 from saber.outages import dependency_down
 from saber.redact import redact
 from saber.runs.errors import ApiError
-from saber.runs.manager import EventSource, RunManager, TaskRun
+from saber.runs.manager import RunManager, TaskRun
 from saber.runs.request import RunRequest
 
 log = logging.getLogger(__name__)
@@ -39,57 +38,79 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class ClusterRunManager(RunManager):
+class QueuedRuns:
+    """The distributed mode's ``RunBackend``: a run is a row of the run queue that a worker takes,
+    and its events are the task's Redis stream."""
+
+    kept_elsewhere = True
+    """The queue and Redis keep every run: the manager's runs are what this node read of them."""
+
     def __init__(self, agent: Agent, queue: RunQueue, redis: Redis, settings: Settings) -> None:
-        super().__init__(agent, max_running_per_user=settings.server_max_running_per_user,
-                         keep_finished=settings.server_keep_finished)
-        self.queue, self.redis, self.settings = queue, redis, settings
+        self.agent, self.queue, self.redis, self.settings = agent, queue, redis, settings
         self.prefix = settings.cluster_redis_prefix
-        self._known: OrderedDict[str, TaskRun] = OrderedDict()
 
     def _log(self, task_id: str, floor: int = 0) -> RedisEventLog:
         return RedisEventLog(self.redis, self.prefix, task_id, floor=floor)
 
-    def _remember(self, run: TaskRun) -> None:
-        self._known[run.task_id] = run
-        self._known.move_to_end(run.task_id)
-        while len(self._known) > max(1, self.keep_finished):
-            self._known.popitem(last=False)
+    async def launch(self, run: TaskRun) -> None:
+        """Queue ``run``: its request is checked as the worker would check it (422), the queue
+        refuses a task id queued or running (409) and a user past ``cluster_max_waiting_per_user``
+        (429); then its ``start`` is written, so its client knows it was accepted while it waits."""
+        query = _check(self.agent, self.settings, run, run.request)
+        if run.kind == "resume":  # refused here as the in-process server refuses it: a 409 before any stream
+            saved = await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
+            query = run.query = str(saved.meta.get("query", ""))
+        after = await _reachable(self._log(run.task_id).last_seq())  # a resumed task's earlier events
+        request = run.request = run.request.model_copy(update={"after": after})
+        await _reachable(self.redis.delete(cancel_key(self.prefix, run.task_id)))  # a cancel of an earlier run is spent
+        try:
+            with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
+                await _reachable(asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id,
+                                                   kind=run.kind, request=request, trace=tracing.traceparent()))
+        except DuplicateTask as exc:
+            raise ApiError(409, "conflict", str(exc)) from None
+        except QueueFull as exc:
+            raise ApiError(429, "too_many_requests", f"{exc}: wait for one to finish (or cancel it)",
+                           headers={"Retry-After": "1"}) from None
+        run.log, run.record = self._log(run.task_id, floor=after), "queued"
+        try:  # queued: a worker runs it and writes its events even if Redis fails this node now
+            await self._announce(run, after, query)
+            await self.redis.publish(wake_channel(self.prefix), run.task_id)
+        except Exception as exc:
+            if not dependency_down(exc):
+                raise
+            log.warning("announcing task %s failed (%s); the worker that takes it writes its start", run.task_id, exc)
 
-    # -- what the routes ask -------------------------------------------------------------------
+    async def _announce(self, run: TaskRun, after: int, query: str) -> None:
+        """Write the run's ``start`` (the event after ``after``) unless a worker that took the run wrote it first."""
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
+                              ttl=self.settings.cluster_events_ttl, seq=after)
+        with contextlib.suppress(StreamTakenOver):
+            await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
 
-    def running(self, user_id: str | None = None) -> list[TaskRun]:
-        return [r for r in self._known.values() if not r.finished and (user_id is None or r.user_id == user_id)]
-
-    def get(self, task_id: str, user_id: str) -> TaskRun | None:
-        run = self._known.get(task_id)
-        return run if run is not None and run.user_id == user_id else None
-
-    def runs_of(self, user_id: str) -> list[TaskRun]:
-        return [r for r in self._known.values() if r.user_id == user_id]
-
-    async def find(self, task_id: str, user_id: str) -> TaskRun | None:
-        """The run of ``task_id`` if it is this user's, whichever node accepted it."""
-        known = self.get(task_id, user_id)
-        if known is not None:
-            await self.refresh([known])
-            return known
+    async def lookup(self, task_id: str, user_id: str) -> TaskRun | None:
+        """The run of ``task_id`` from its queue row, if it is ``user_id``'s, whichever node accepted it."""
         row = await _reachable(asyncio.to_thread(self.queue.get, task_id))
         if row is None or row["user_id"] != user_id:
             return None
-        stored = row["request"] if isinstance(row["request"], dict) else {}
-        after = stored.get("after")
-        run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"], query=redact(str(stored.get("message", ""))),
-                      started=float(row["enqueued_at"]), log=self._log(task_id, floor=after if isinstance(after, int) else 0),
+        stored = row["request"]
+        try:
+            request = RunRequest.read(stored)
+        except ValueError:  # its record says failed, and why; the message is shown as stored
+            request = RunRequest()
+        message = request.message or (stored.get("message") if isinstance(stored, Mapping) else None) or ""
+        run = TaskRun(task_id=task_id, user_id=user_id, kind=row["kind"], query=redact(str(message)), request=request,
+                      started=float(row["enqueued_at"]), log=self._log(task_id, floor=request.after),
                       record=row["status"], error=row["error"])
         await self._load(run)
-        self._remember(run)
         return run
 
     async def refresh(self, runs: list[TaskRun]) -> None:
         """Read the events of ``runs`` that were not finished, and their records in the queue (which
-        decide their status: queued, running, recovering, or failed with its reason)."""
-        live = [r for r in runs if not r.finished or r.record not in ("done", "cancelled", "failed")]
+        decide their status: queued, running, recovering, or failed with its reason). A run still
+        being queued has nothing stored to read yet (its log is not the stream's until it is)."""
+        live = [r for r in runs if isinstance(r.log, RedisEventLog)
+                and (not r.finished or r.record not in ("done", "cancelled", "failed"))]
         if not live:
             return
         records = await _reachable(asyncio.to_thread(self.queue.records, [r.task_id for r in live]))
@@ -104,60 +125,18 @@ class ClusterRunManager(RunManager):
 
     async def _load(self, run: TaskRun) -> None:
         """Read the run's events; with Redis down, keep what was read (the status comes from the queue)."""
+        if not isinstance(run.log, RedisEventLog):  # still being queued: nothing stored yet
+            return
         try:
-            await run.log.load()  # type: ignore[attr-defined]
+            await run.log.load()
         except Exception as exc:
             if not dependency_down(exc):
                 raise
             log.warning("reading the events of task %s failed: %s", run.task_id, exc)
 
-    def admit(self, user_id: str) -> None:
-        if self.closing:
-            raise ApiError(503, "shutting_down", "the server is shutting down; retry on another instance or later",
-                           headers={"Retry-After": "5"})
-
-    async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
-        """Queue ``run`` (``spec``: the request, as the worker will make it); ``source`` is not used."""
-        self.admit(run.user_id)
-        try:
-            request = RunRequest.read(spec)
-        except ValueError as exc:
-            raise ApiError(422, "invalid_request", str(exc)) from None
-        query = _check(self.agent, self.settings, run, request)
-        if run.kind == "resume":  # refused here as the in-process server refuses it: a 409 before any stream
-            saved = await resumable_task(self.agent.services.checkpoints, run.task_id, user_id=run.user_id, running=())
-            query = run.query = str(saved.meta.get("query", ""))
-        after = await _reachable(self._log(run.task_id).last_seq())  # a resumed task's earlier events
-        request = request.model_copy(update={"after": after})
-        await _reachable(self.redis.delete(cancel_key(self.prefix, run.task_id)))  # a cancel of an earlier run is spent
-        try:
-            with tracing.span("enqueue saber.run", kind="PRODUCER", **{"saber.task_id": run.task_id}):
-                await _reachable(asyncio.to_thread(self.queue.enqueue, task_id=run.task_id, user_id=run.user_id,
-                                                   kind=run.kind, request=request.stored(), trace=tracing.traceparent()))
-        except DuplicateTask as exc:
-            raise ApiError(409, "conflict", str(exc)) from None
-        except QueueFull as exc:
-            raise ApiError(429, "too_many_requests", f"{exc}: wait for one to finish (or cancel it)",
-                           headers={"Retry-After": "1"}) from None
-        run.log, run.record = self._log(run.task_id, floor=after), "queued"
-        self._remember(run)
-        try:  # queued: a worker runs it and writes its events even if Redis fails this node now
-            await self._announce(run, after, query)
-            await self.redis.publish(wake_channel(self.prefix), run.task_id)
-        except Exception as exc:
-            if not dependency_down(exc):
-                raise
-            log.warning("announcing task %s failed (%s); the worker that takes it writes its start", run.task_id, exc)
-        return run
-
-    async def _announce(self, run: TaskRun, after: int, query: str) -> None:
-        """Write the run's ``start`` (the event after ``after``) unless a worker that took the run wrote it first."""
-        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl, seq=after)
-        with contextlib.suppress(StreamTakenOver):
-            await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
-
     async def cancel(self, run: TaskRun) -> bool:
+        """Mark a waiting run cancelled in the queue (and end its stream here), or signal the worker
+        running it through Redis."""
         await self._load(run)
         if run.finished:
             return False
@@ -173,7 +152,7 @@ class ClusterRunManager(RunManager):
         await writer.open()
         if writer.ended and writer.seq > 0:
             return
-        mode = str(run.kind if run.kind in ("chat", "tool", "rag", "react") else "chat")
+        mode = run.request.mode or "chat"
         try:
             await writer.append("done", Done(answer="", mode=mode, task_id=run.task_id, interrupted=True).data,
                                 final=True)
@@ -186,12 +165,9 @@ class ClusterRunManager(RunManager):
         async for _ in log_.follow(log_.events[-1].seq if log_.events else 0):
             pass
 
-    async def shutdown(self, grace: float) -> None:
-        """Refuse new requests. Runs keep going on the workers: only the cancels of streams that
-        were hung up on are waited for (at most ``grace`` seconds), so that they reach the workers."""
-        self.closing = True
-        if self._cancelling:
-            await asyncio.wait(set(self._cancelling), timeout=max(grace, 1.0))
+    async def drain(self, runs: list[TaskRun], grace: float) -> None:
+        """Nothing: the runs keep going on the workers (the manager has let the cancels of streams
+        that were hung up on go out)."""
 
 
 async def _reachable(work: Awaitable[T]) -> T:
@@ -220,3 +196,10 @@ def _check(agent: Agent, settings: Settings, run: TaskRun, request: RunRequest) 
     except ValueError as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
     return query
+
+
+def queued_run_manager(agent: Agent, queue: RunQueue, redis: Redis, settings: Settings) -> RunManager:
+    """The API node's run manager in the distributed mode: the one ``RunManager``, on ``QueuedRuns``.
+    No per-node limit of running requests: the queue counts a user's requests across nodes."""
+    return RunManager(QueuedRuns(agent, queue, redis, settings), max_running_per_user=None,
+                      keep_finished=settings.server_keep_finished)

@@ -20,6 +20,7 @@ from typing import Any
 
 from saber.db.database import Database
 from saber.redact import redact_value
+from saber.runs.request import RunRequest
 
 _NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
 """The database's clock: every lease is measured on one clock, whatever the machines' clocks say."""
@@ -50,7 +51,8 @@ class Claim:
     user_id: str
     kind: str
     request: Any
-    """The stored request as JSON read it (a ``RunRequest``'s form; anything else is a malformed row)."""
+    """The stored request as JSON read it: ``RunRequest.read`` validates it (a row it refuses is
+    malformed: written by an older version, or by hand)."""
     attempts: int
     """Times taken, this one included: above 1, an earlier worker started it."""
     enqueued_at: float
@@ -89,7 +91,7 @@ class RunQueue:
 
     # -- API side ------------------------------------------------------------------------------
 
-    def enqueue(self, *, task_id: str, user_id: str, kind: str, request: dict[str, Any], trace: str = "") -> float:
+    def enqueue(self, *, task_id: str, user_id: str, kind: str, request: RunRequest, trace: str = "") -> float:
         """Add a run; returns its enqueue time. A task id that is queued or running raises
         ``DuplicateTask``; a finished one is queued again (``kind`` resume)."""
         with self.db.transaction() as tx:
@@ -106,7 +108,7 @@ class RunQueue:
             added = tx.execute(
                 "INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
                 "VALUES (?, ?, ?, ?, 'queued', ?, 0, ?) ON CONFLICT (task_id) DO NOTHING RETURNING task_id",
-                (task_id, user_id, kind, json.dumps(request), now, trace)).fetchone()
+                (task_id, user_id, kind, request.stored(), now, trace)).fetchone()
             if added is None:  # a request with this id was queued meanwhile (another user's: under another lock)
                 row = tx.execute("SELECT status FROM saber_run_queue WHERE task_id = ?", (task_id,)).fetchone()
                 _check_reuse(task_id, str(row[0]) if row is not None else "queued", kind)

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from saber.agent import Agent
-from saber.cluster.api import ClusterRunManager
+from saber.cluster.api import queued_run_manager
 from saber.cluster.queue import RunQueue
 from saber.cluster.signals import check_redis, open_redis
 from saber.cluster.worker import Worker
 from saber.config import Settings
 from saber.db.database import Database, open_database
 from saber.observability import tracing
+from saber.runs.manager import RunManager
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,8 @@ class Cluster:
             raise
         return cls(settings=settings, db=db, queue=queue, redis=redis)
 
-    def run_manager(self, agent: Agent) -> ClusterRunManager:
-        return ClusterRunManager(agent, self.queue, self.redis, self.settings)
+    def run_manager(self, agent: Agent) -> RunManager:
+        return queued_run_manager(agent, self.queue, self.redis, self.settings)
 
     def worker(self, agent: Agent, *, concurrency: int) -> Worker:
         return Worker(agent, self.queue, self.redis, self.settings, concurrency=concurrency)

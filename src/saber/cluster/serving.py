@@ -12,9 +12,9 @@ from saber.config import Settings
 
 if TYPE_CHECKING:
     from saber.agent import Agent
-    from saber.cluster.api import ClusterRunManager
     from saber.cluster.runtime import Cluster
     from saber.cluster.worker import Worker
+    from saber.runs.manager import RunManager
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 @dataclass(kw_only=True)
 class ServingCluster:
     cluster: Cluster
-    runs: ClusterRunManager
+    runs: RunManager
     worker: Worker | None = None
     worker_task: asyncio.Task[None] | None = field(default=None)
 
@@ -60,8 +60,9 @@ def metrics_response() -> tuple[bytes, str]:
 
 
 async def refresh_queue_gauge(runs: object) -> None:
-    """Before a scrape: the queue's depth as the database says it now."""
-    queue = getattr(runs, "queue", None)
+    """Before a scrape: the queue's depth as the database says it now (``runs``: the app's run
+    manager; its backend has a queue in the distributed mode)."""
+    queue = getattr(getattr(runs, "backend", None), "queue", None)
     if queue is None:
         return
     from saber.observability.metrics import QUEUE_DEPTH

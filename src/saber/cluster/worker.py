@@ -28,10 +28,9 @@ from saber.cluster.queue import MAX_ATTEMPTS, Claim, RunQueue
 from saber.cluster.signals import cancel_channel, cancel_key, wake_channel
 from saber.config import Settings
 from saber.events import Done, Event
-from saber.llm.types import Message
 from saber.observability import metrics, tracing
 from saber.outages import dependency_down, retrying
-from saber.runs.request import RunRequest
+from saber.runs.request import RunRequest, agent_stream
 
 log = logging.getLogger(__name__)
 
@@ -373,13 +372,8 @@ class Worker:
     async def _source(self, claim: Claim, request: RunRequest, attempt: int) -> AsyncIterator[Event]:
         if attempt > 1:
             await self._reopen_answer(claim)
-        if claim.kind == "resume" or (attempt > 1 and await self._resumable(claim.task_id)):
-            return self.agent.resume(claim.task_id, user_id=claim.user_id)
-        history = request.history
-        return self.agent.stream(
-            request.message, user_id=claim.user_id, mode=request.mode, selected_tools=request.selected_tools,
-            use_rag=request.use_rag, task_id=claim.task_id,
-            history=[Message(role=m.role, content=m.content) for m in history] if history is not None else None)
+        resume = claim.kind == "resume" or (attempt > 1 and await self._resumable(claim.task_id))
+        return agent_stream(self.agent, request, task_id=claim.task_id, user_id=claim.user_id, resume=resume)
 
     async def _reopen_answer(self, claim: Claim) -> None:
         """The react task's checkpoint says its answer was written, yet its ``done`` never reached

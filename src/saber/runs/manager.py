@@ -1,4 +1,10 @@
-"""Requests the server runs: each is an asyncio task that writes the agent's events into its log.
+"""The one run manager: it admits requests, keeps the runs this node knows, and finds, cancels and
+waits for them; where a run executes and where its events come from is its ``RunBackend``.
+
+* ``saber.runs.local.LocalRuns``: an asyncio task of this process writes the agent's events into
+  an in-memory ``EventLog`` (the default server).
+* ``saber.cluster.api.QueuedRuns``: a row of the run queue that a worker takes, and the task's
+  Redis stream (the distributed mode).
 
 A run is independent of the HTTP connection that started it: the connection only reads the
 log. So a stream that drops can be picked up again (``/api/tasks/{id}/events``), a detached
@@ -8,67 +14,65 @@ request keeps running, and a cancel reaches the task by id, from any connection 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Protocol
 
 from starlette.types import Message
 
-from saber.agent import Agent
-from saber.events import Done, Event
 from saber.observability.metrics import RunObserver
-from saber.observability.tracing import LocalRunTrace
 from saber.runs.errors import ApiError
 from saber.runs.eventlog import EventLog
+from saber.runs.request import RunRequest
+from saber.runs.status import LIVE, Ended, TaskStatus, run_status
 
 log = logging.getLogger(__name__)
-
-EventSource = Callable[[], AsyncIterator[Event]]
-
-TaskStatus = Literal["queued", "running", "recovering", "done", "cancelled", "failed"]
-"""A run's status: queued (distributed mode: no worker has taken it yet), running, recovering
-(distributed mode: its worker is gone, another takes it over), done, cancelled, failed (distributed
-mode: the run could not run, say a malformed queued request; ``TaskRun.error`` says why)."""
 
 
 @dataclass(kw_only=True)
 class TaskRun:
+    """One run of a task, as this node knows it: what was asked, its event log, its record."""
+
     task_id: str
     user_id: str
     kind: str
-    """chat | resume"""
+    """chat | openai | resume"""
     query: str
+    """The query as shown (redacted)."""
+    request: RunRequest = field(default_factory=RunRequest)
+    """What the run runs, as the route validated it (a resume's is empty: the checkpoint has it)."""
     detached: bool = False
     started: float = field(default_factory=time.time)
     log: EventLog = field(default_factory=EventLog)
+    """Its events: in memory (``LocalRuns``), or read from the task's Redis stream (``QueuedRuns``)."""
     pump: asyncio.Task[None] | None = None
+    """``LocalRuns``: the task that writes the agent's events into the log."""
     observer: RunObserver = field(default_factory=RunObserver)
     record: TaskStatus | None = None
-    """The distributed mode: the status of the run's record in the run queue, as last read. It
-    decides while the run is not finished (queued, running, recovering) and when it failed."""
+    """The status of the run's stored record (the distributed mode's run queue), as last read; None
+    for a run of this process, whose log is its only record. The record, when there is one, is the
+    run's status (``saber.runs.status.run_status``)."""
     error: str | None = None
     """Why the run failed (``record`` failed)."""
-
-    @property
-    def queued(self) -> bool:
-        return self.record == "queued"
 
     @property
     def finished(self) -> bool:
         return self.log.closed
 
     @property
-    def status(self) -> TaskStatus:
-        if self.record == "failed":
-            return "failed"
-        if not self.finished:  # the record decides (also for a run settled whose events Redis lost)
-            return self.record if self.record is not None else "running"
+    def ended(self) -> Ended | None:
+        """How its log ended (None while it is open): cancelled when its ``done`` says interrupted."""
+        if not self.log.closed:
+            return None
         done = self.log.last("done")
         return "cancelled" if done is not None and done.data.get("interrupted") else "done"
+
+    @property
+    def status(self) -> TaskStatus:
+        return run_status(self.record, self.ended)
 
     def summary(self) -> dict[str, object]:
         done = self.log.last("done")
@@ -77,17 +81,53 @@ class TaskRun:
                 "mode": done.data.get("mode") if done else None, "error": self.error}
 
 
+class RunBackend(Protocol):
+    """Where runs execute and where their events come from: what differs between one process and
+    the distributed mode. The ``RunManager`` that holds it does the rest."""
+
+    kept_elsewhere: bool
+    """Runs outlive this node's memory of them (a queue and an event store keep them): the manager
+    may forget any run it knows, not only finished ones."""
+
+    async def launch(self, run: TaskRun) -> None:
+        """Start ``run`` from ``run.request``; from then on ``run.log`` has its events. Input the
+        agent refuses (a task id in use, a task that cannot be resumed) raises ``ValueError`` or
+        ``ApiError`` here, before anything is streamed."""
+
+    async def cancel(self, run: TaskRun) -> bool:
+        """Cancel ``run``; ``done`` (interrupted) ends its log. False when it had finished."""
+
+    async def wait(self, run: TaskRun) -> None:
+        """Return once ``run`` has finished."""
+
+    async def lookup(self, task_id: str, user_id: str) -> TaskRun | None:
+        """``user_id``'s run of ``task_id`` that this node does not know (another node accepted it)."""
+
+    async def refresh(self, runs: list[TaskRun]) -> None:
+        """Bring what ``runs`` know of their tasks (events, records) up to date."""
+
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
+        """The status (a ``TaskStatus``) of each of ``task_ids`` that has a stored record."""
+
+    async def drain(self, runs: list[TaskRun], grace: float) -> None:
+        """The server is shutting down: settle ``runs``, those not finished, within about ``grace`` seconds."""
+
+
 class RunManager:
-    def __init__(self, agent: Agent, *, max_running_per_user: int, keep_finished: int) -> None:
-        self.agent = agent
+    def __init__(self, backend: RunBackend, *, max_running_per_user: int | None, keep_finished: int) -> None:
+        """``max_running_per_user``: the runs of one user this node lets run at once (None when the
+        backend limits them: the run queue counts a user's requests across nodes)."""
+        self.backend = backend
         self.max_running_per_user = max_running_per_user
         self.keep_finished = keep_finished
         self.closing = False
         self._runs: OrderedDict[str, TaskRun] = OrderedDict()
         self._cancelling: set[asyncio.Task[bool]] = set()
 
+    # -- what the routes ask -------------------------------------------------------------------
+
     def running(self, user_id: str | None = None) -> list[TaskRun]:
-        """Runs not finished (including ones still starting), of one user or all."""
+        """Runs not finished (including ones still starting), of one user or all, that this node knows."""
         return [r for r in self._runs.values() if not r.finished and (user_id is None or r.user_id == user_id)]
 
     def get(self, task_id: str, user_id: str) -> TaskRun | None:
@@ -98,89 +138,65 @@ class RunManager:
     def runs_of(self, user_id: str) -> list[TaskRun]:
         return [r for r in self._runs.values() if r.user_id == user_id]
 
+    async def find(self, task_id: str, user_id: str) -> TaskRun | None:
+        """The run of ``task_id`` if it is this user's, brought up to date; also one this node does
+        not know yet that its backend holds (another node accepted it)."""
+        run = self.get(task_id, user_id)
+        if run is not None:
+            await self.backend.refresh([run])
+            return run
+        run = await self.backend.lookup(task_id, user_id)
+        if run is not None:
+            self._keep(run)
+        return run
+
+    async def records(self, task_ids: list[str]) -> dict[str, str]:
+        """The status of each of ``task_ids`` whose run is known, here or in the backend's records:
+        what the API reports for a task before its checkpoint."""
+        wanted = set(task_ids)
+        known: dict[str, str] = {r.task_id: r.status for r in self._runs.values() if r.task_id in wanted}
+        return known | await self.backend.records(task_ids)
+
+    async def refresh(self, runs: list[TaskRun]) -> None:
+        await self.backend.refresh(runs)
+
     def admit(self, user_id: str) -> None:
         """Raise the 503/429 a new request gets while shutting down or when its user is at the limit."""
         if self.closing:
             raise ApiError(503, "shutting_down", "the server is shutting down; retry on another instance or later",
                            headers={"Retry-After": "5"})
-        if len(self.running(user_id)) >= self.max_running_per_user:
+        limit = self.max_running_per_user
+        if limit is not None and len(self.running(user_id)) >= limit:
             raise ApiError(429, "too_many_requests",
-                           f"user {user_id!r} already has {self.max_running_per_user} running request(s): "
+                           f"user {user_id!r} already has {limit} running request(s): "
                            "wait for one to finish (or cancel it)", headers={"Retry-After": "1"})
 
-    async def find(self, task_id: str, user_id: str) -> TaskRun | None:
-        """``get``; the distributed mode's manager also finds tasks other nodes accepted."""
-        return self.get(task_id, user_id)
-
-    async def records(self, task_ids: list[str]) -> dict[str, str]:
-        """The status of each of ``task_ids`` whose run this manager knows: what the API reports
-        for a task before its checkpoint (the distributed mode's manager reads the run queue)."""
-        wanted = set(task_ids)
-        return {r.task_id: r.status for r in self._runs.values() if r.task_id in wanted}
-
-    async def refresh(self, runs: list[TaskRun]) -> None:
-        """Bring what ``runs`` know of their tasks up to date: nothing to do for runs in this process;
-        the distributed mode's manager reads their events and queue rows."""
-
-    async def start(self, run: TaskRun, source: EventSource, *, spec: Mapping[str, Any] | None = None) -> TaskRun:
-        """Start ``source`` (an agent stream) as ``run``. The stream's first step runs here, so input
-        the agent rejects (a task id in use, a task that cannot be resumed) raises ``ValueError``
-        before anything is streamed. ``spec``: the request as data, for a manager that queues it."""
+    async def start(self, run: TaskRun) -> TaskRun:
+        """Start ``run`` (``run.request`` says what) on the backend. Input the agent rejects raises
+        ``ValueError`` (or ``ApiError``) before anything is streamed."""
         self.admit(run.user_id)
         previous = self._runs.get(run.task_id)
-        if previous is not None and not previous.finished:
-            raise ApiError(409, "conflict", f"task {run.task_id!r} is already running")
-        if previous is not None and run.kind != "resume":
-            raise ApiError(409, "conflict", f"task id {run.task_id!r} already exists: choose a new one")
-        self._runs[run.task_id] = run  # counted against the user's limit from now on
-        self._runs.move_to_end(run.task_id)
-        trace = LocalRunTrace(run.task_id, run.kind)
+        if previous is not None:
+            await self.backend.refresh([previous])
+            if previous.status in LIVE:
+                raise ApiError(409, "conflict", f"task {run.task_id!r} is already {previous.status}")
+            if run.kind != "resume":
+                raise ApiError(409, "conflict", f"task id {run.task_id!r} already exists: choose a new one")
+        self._keep(run)  # counted against the user's limit from now on
         try:
-            with trace.current():
-                stream = source()
-                first = await anext(aiter(stream))
-                await self._record(run, trace, first)  # before the pump starts: the log keeps the order
-                run.pump = asyncio.create_task(self._pump(run, stream, trace), name=f"saber-server-run-{run.task_id}")
+            await self.backend.launch(run)
         except BaseException:
-            trace.end()
-            if previous is not None:
-                self._runs[run.task_id] = previous
-            else:
-                del self._runs[run.task_id]
+            if self._runs.get(run.task_id) is run:
+                if previous is not None:
+                    self._runs[run.task_id] = previous
+                else:
+                    del self._runs[run.task_id]
             raise
         return run
 
-    @staticmethod
-    async def _record(run: TaskRun, trace: LocalRunTrace, event: Event) -> None:
-        """Log an event; the log, the metrics and the trace all see it with its secrets redacted."""
-        logged = await run.log.add(event.type, event.data)
-        run.observer.observe(event.type, logged.data)
-        trace.observe(event.type, logged.data)
-
-    async def _pump(self, run: TaskRun, stream: AsyncIterator[Event], trace: LocalRunTrace) -> None:
-        try:
-            async with contextlib.aclosing(stream):  # type: ignore[type-var]
-                async for event in stream:
-                    await self._record(run, trace, event)
-        except asyncio.CancelledError:
-            pass
-        except Exception as exc:  # the agent turns failures into events; this is a bug, still end the stream
-            log.exception("task %s failed", run.task_id)
-            run.log.append("error", {"message": f"{type(exc).__name__}: {exc}", "where": "server"})
-        finally:
-            if run.log.last("done") is None:
-                run.log.append("done", Done(answer="", mode="chat", task_id=run.task_id, interrupted=True).data)
-            trace.end()
-            run.log.close()
-            self._forget_old()
-
     async def cancel(self, run: TaskRun) -> bool:
         """Cancel a running task; ``done`` (interrupted) ends its log. False when it had finished."""
-        if run.finished:
-            return False
-        if not self.agent.cancel(run.task_id, user_id=run.user_id) and run.pump is not None:
-            run.pump.cancel()
-        return True
+        return await self.backend.cancel(run)
 
     def cancel_soon(self, run: TaskRun) -> asyncio.Task[bool]:
         """``cancel`` as a task of its own, kept until it ends: for a caller that is being cancelled
@@ -197,8 +213,7 @@ class RunManager:
             log.error("cancelling %s failed", task.get_name(), exc_info=task.exception())
 
     async def wait(self, run: TaskRun) -> None:
-        if run.pump is not None:
-            await asyncio.gather(asyncio.shield(run.pump), return_exceptions=True)
+        await self.backend.wait(run)
 
     async def wait_or_cancel(self, run: TaskRun, receive: Callable[[], Awaitable[Message]]) -> None:
         """Wait for ``run`` to finish; if the client hangs up first (``receive`` gives
@@ -221,20 +236,19 @@ class RunManager:
             await asyncio.gather(watcher, finished, return_exceptions=True)
 
     async def shutdown(self, grace: float) -> None:
-        """Refuse new requests, give running ones ``grace`` seconds, then cancel the rest (their
-        react checkpoints say cancelled: resumable) and wait for their logs to end with ``done``."""
+        """Refuse new requests; let the cancels of streams that were hung up on go out (at most
+        ``grace`` seconds); then the backend settles the runs still going (``RunBackend.drain``)."""
         self.closing = True
-        pumps = [r.pump for r in self.running() if r.pump is not None]
-        if not pumps:
-            return
-        _, pending = await asyncio.wait(pumps, timeout=grace)
-        if pending:
-            log.warning("cancelling %d request(s) still running after the %s s grace period", len(pending), grace)
-            for run in self.running():
-                await self.cancel(run)
-            await asyncio.wait(pending, timeout=10)
+        if self._cancelling:
+            await asyncio.wait(set(self._cancelling), timeout=max(grace, 1.0))
+        await self.backend.drain(self.running(), grace)
 
-    def _forget_old(self) -> None:
-        finished = [tid for tid, r in self._runs.items() if r.finished]
-        for task_id in finished[: max(0, len(finished) - self.keep_finished)]:
+    def _keep(self, run: TaskRun) -> None:
+        """Know ``run`` (the newest), forgetting the oldest runs past ``keep_finished``: finished
+        ones, or any when the backend keeps runs elsewhere."""
+        self._runs[run.task_id] = run
+        self._runs.move_to_end(run.task_id)
+        elsewhere = self.backend.kept_elsewhere
+        old = [tid for tid, r in self._runs.items() if tid != run.task_id and (elsewhere or r.finished)]
+        for task_id in old[: max(0, len(old) - self.keep_finished)]:
             del self._runs[task_id]

@@ -15,6 +15,7 @@ from saber.config import Settings
 from saber.observability import tracing
 from saber.observability.metrics import HttpMetrics
 from saber.redact import install_log_redaction
+from saber.runs.local import LocalRuns
 from saber.runs.manager import RunManager
 from saber.server import metrics_route
 from saber.server.auth import KeyGate, KeyRing
@@ -57,7 +58,8 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None, *, 
             app.state.startup_error = f"{type(exc).__name__}: {exc}"
             raise
         runs = cluster.runs if cluster is not None else RunManager(
-            built, max_running_per_user=settings.server_max_running_per_user, keep_finished=settings.server_keep_finished)
+            LocalRuns(built), max_running_per_user=settings.server_max_running_per_user,
+            keep_finished=settings.server_keep_finished)
         app.state.agent, app.state.runs = built, runs
         try:
             yield

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, Field, StrictBool
 
+from saber.runs.request import Mode as Mode  # the routes take it from here
+from saber.runs.request import RunInput
 from saber.server.errors import ErrorBody
 
-Mode = Literal["chat", "tool", "rag", "react"]
 
-
-class ChatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ChatRequest(RunInput):
+    """A chat request's body: the ``RunInput`` a run carries (``run_request``), and how this HTTP
+    request runs it."""
 
     message: str = Field(min_length=1, description="The query.")
-    mode: Mode | None = Field(None, description="Force a mode; routed by rules when absent.")
-    selected_tools: list[str] | None = Field(None, description="Only these tools may be used.")
-    use_rag: StrictBool | None = None
     task_id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$",
                                 description="A new task id chosen by the caller (default: a random one).")
     detach: StrictBool = Field(False, description="Stream only: the task keeps running when the client disconnects.")

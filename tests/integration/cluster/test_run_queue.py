@@ -11,6 +11,7 @@ import pytest
 
 from saber.cluster.queue import DuplicateTask, QueueFull, RunQueue
 from saber.db.database import open_database
+from saber.runs.request import HistoryTurn, RunRequest
 
 pytestmark = pytest.mark.postgres
 
@@ -23,7 +24,7 @@ def queue(plain_pg_url: str) -> Iterator[RunQueue]:
 
 
 def add(queue: RunQueue, task_id: str, user: str) -> None:
-    queue.enqueue(task_id=task_id, user_id=user, kind="chat", request={"message": task_id})
+    queue.enqueue(task_id=task_id, user_id=user, kind="chat", request=RunRequest(message=task_id))
 
 
 def test_users_take_turns_and_the_limit_holds(queue: RunQueue) -> None:
@@ -88,7 +89,7 @@ def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> Non
     assert queue.claim("w2") is None
     with pytest.raises(DuplicateTask, match="already exists"):
         add(queue, "t1", "alice")
-    queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})  # a finished task may be resumed
+    queue.enqueue(task_id="t1", user_id="alice", kind="resume", request=RunRequest())  # a finished task may be resumed
     for i in range(4):
         add(queue, f"x{i}", "alice")
     with pytest.raises(QueueFull, match="5 request"):
@@ -116,7 +117,7 @@ def test_a_task_id_queued_meanwhile_is_a_duplicate_not_a_database_error(queue: R
 
         def second() -> None:
             try:
-                queue.enqueue(task_id="same", user_id="bob", kind="chat", request={"message": "hi"})
+                queue.enqueue(task_id="same", user_id="bob", kind="chat", request=RunRequest(message="hi"))
                 outcome.append(None)
             except BaseException as exc:
                 outcome.append(exc)
@@ -136,25 +137,26 @@ def test_a_finished_run_keeps_its_request_redacted(queue: RunQueue) -> None:
     """Issue 28, item 6: the worker needs the message while the run runs; once it has ended the row
     keeps no secret of it."""
     message = "sign in: my password is hunter2-XYZ"
-    queue.enqueue(task_id="s1", user_id="alice", kind="chat", request={"message": message, "mode": "react"})
+    queue.enqueue(task_id="s1", user_id="alice", kind="chat", request=RunRequest(message=message, mode="react"))
     claim = queue.claim("w1")
-    assert claim is not None and claim.request["message"] == message
+    assert claim is not None and RunRequest.read(claim.request).message == message
     assert queue.finish("w1", "s1", "done")
     row = queue.get("s1")
     assert row is not None and row["status"] == "done"
-    assert row["request"] == {"message": "sign in: my [redacted]", "mode": "react"}
+    assert RunRequest.read(row["request"]) == RunRequest(message="sign in: my [redacted]", mode="react")
     assert not queue.finish("w1", "s1", "done")  # no longer running: nothing changes
 
 
 def test_a_claim_carries_the_request_as_queued_and_how_long_it_waited(queue: RunQueue) -> None:
-    at = queue.enqueue(task_id="t1", user_id="alice", kind="chat", request={"message": "hi", "n": [1]}, trace="00-ab-cd-01")
+    asked = RunRequest(message="hi", selected_tools=["get_time"], history=[HistoryTurn(role="user", content="a")])
+    at = queue.enqueue(task_id="t1", user_id="alice", kind="chat", request=asked, trace="00-ab-cd-01")
     assert queue.statuses(["t1", "nope"]) == {"t1": "queued"} and queue.statuses([]) == {}
     claim = queue.claim("w1")
-    assert claim is not None and claim.request == {"message": "hi", "n": [1]} and claim.kind == "chat"
+    assert claim is not None and RunRequest.read(claim.request) == asked and claim.kind == "chat"
     assert claim.user_id == "alice" and claim.trace == "00-ab-cd-01" and claim.enqueued_at == at and claim.waited >= 0
     row = queue.get("t1")
     assert row is not None and row["status"] == "running" and row["worker"] == "w1" and row["attempts"] == 1
-    assert row["request"] == {"message": "hi", "n": [1]} and queue.get("nope") is None
+    assert RunRequest.read(row["request"]) == asked and queue.get("nope") is None
     assert queue.statuses(["t1"]) == {"t1": "running"} and queue.depth() == 0
 
 
@@ -191,7 +193,7 @@ def test_a_queued_duplicate_is_named_and_the_cap_counts_only_open_requests(queue
     with pytest.raises(DuplicateTask, match="task 't1' is already queued"):
         add(queue, "t1", "alice")
     with pytest.raises(DuplicateTask, match="already queued"):
-        queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})
+        queue.enqueue(task_id="t1", user_id="alice", kind="resume", request=RunRequest())
     for i in range(4):
         add(queue, f"x{i}", "alice")
     with pytest.raises(QueueFull, match=r"^user 'alice' already has 5 request\(s\) queued or running$"):
@@ -230,3 +232,32 @@ def test_a_run_whose_worker_is_gone_is_recovering_and_a_failed_one_keeps_its_rea
     assert queue.records(["t1", "t2"]) == {"t1": ("running", None),
                                            "t2": ("failed", "malformed run request: history: Input should be a valid list")}
     assert queue.claim("w2") is None, "a failed run is not taken again"
+
+
+def test_a_stored_request_comes_back_from_postgresql_as_the_same_run_request(queue: RunQueue) -> None:
+    """What the API node queues is what the worker reads back, field for field, whatever its text
+    (NUL characters, emoji, quotes, long numbers): the queue keeps the request's own JSON."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    texts = st.text(max_size=30)
+    requests = st.builds(
+        RunRequest, message=texts, mode=st.none() | st.sampled_from(["chat", "tool", "rag", "react"]),
+        selected_tools=st.none() | st.lists(texts, max_size=3), use_rag=st.none() | st.booleans(),
+        history=st.none() | st.lists(st.builds(HistoryTurn, role=st.sampled_from(["user", "assistant"]), content=texts),
+                                     max_size=3),
+        after=st.integers(min_value=0, max_value=2**63 - 1))
+    taken = iter(range(10**6))
+
+    @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(requests)
+    def round_trip(request: RunRequest) -> None:
+        task_id = f"rt{next(taken)}"
+        queue.enqueue(task_id=task_id, user_id=task_id, kind="chat", request=request)
+        row = queue.get(task_id)
+        assert row is not None and RunRequest.read(row["request"]) == request
+        claim = queue.claim("w1")
+        assert claim is not None and claim.task_id == task_id and RunRequest.read(claim.request) == request
+        assert queue.finish("w1", task_id, "done")
+
+    round_trip()

@@ -87,6 +87,10 @@ def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., Live
     assert_error(httpx.post(url, json={"message": "hi", "mode": "fast"}), 422, "invalid_request", "mode")
     assert_error(httpx.post(url, json={"message": "hi", "use_rag": "maybe"}), 422, "invalid_request", "use_rag")
     assert_error(httpx.post(url, json={"message": "hi", "surprise": 1}), 422, "invalid_request", "surprise")
+    for inner in ("after", "history"):  # a queued run's own fields, never a client's
+        assert_error(httpx.post(url, json={"message": "hi", inner: 1}), 422, "invalid_request", f"{inner}: Extra inputs")
+    assert_error(httpx.post(url, json={"message": "hi", "selected_tools": "get_time"}), 422, "invalid_request",
+                 "selected_tools: Input should be a valid list")
     assert_error(httpx.post(url, json={"message": "   "}), 422, "invalid_request", "message", "blank")
     assert_error(httpx.post(url, json={"message": "hi\u0000there"}), 422, "invalid_request", "message",
                  "NUL character", "position 2")

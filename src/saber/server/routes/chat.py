@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from sse_starlette import EventSourceResponse
 
 from saber.agent import Agent
-from saber.events import Event
-from saber.llm.types import Message
 from saber.redact import redacted
 from saber.runs.manager import RunManager, TaskRun
+from saber.runs.request import HistoryTurn
 from saber.server.auth import caller
 from saber.server.deps import AgentDep, RunsDep, SettingsDep
 from saber.server.errors import ERROR_RESPONSES, ApiError
@@ -34,27 +31,19 @@ def check_message(text: str, limit: int, field: str = "message") -> None:
 
 
 async def start_chat(agent: Agent, runs: RunManager, user: str, body: ChatRequest,
-                     history: list[Message] | None = None, kind: str = "chat") -> TaskRun:
+                     history: list[HistoryTurn] | None = None, kind: str = "chat") -> TaskRun:
+    """Start the run ``body`` asks for: its ``RunRequest`` is the validated body (with the
+    conversation an OpenAI-style client sent before it, ``history``)."""
     task_id = body.task_id or agent.new_task_id()
-    run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=await redacted(body.message), detached=body.detach)
-
-    def source() -> AsyncIterator[Event]:
-        return agent.stream(body.message, user_id=user, mode=body.mode, selected_tools=body.selected_tools,
-                            use_rag=body.use_rag, task_id=task_id, history=history)
-
+    run = TaskRun(task_id=task_id, user_id=user, kind=kind, query=await redacted(body.message),
+                  request=body.run_request(history), detached=body.detach)
     try:
-        return await runs.start(run, source, spec=queued_request(body, history))
+        return await runs.start(run)
     except UnknownToolError as exc:
         raise ApiError(422, "invalid_request", f"selected_tools: {exc}") from None
     except (ValueError, ToolError) as exc:
         status = 409 if "already" in str(exc) else 422
         raise ApiError(status, "conflict" if status == 409 else "invalid_request", str(exc)) from None
-
-
-def queued_request(body: ChatRequest, history: list[Message] | None) -> dict[str, Any]:
-    """The request as data, for the distributed mode's run queue."""
-    return {"message": body.message, "mode": body.mode, "selected_tools": body.selected_tools, "use_rag": body.use_rag,
-            "history": [{"role": m.role, "content": m.content} for m in history] if history is not None else None}
 
 
 def answer_json(run: TaskRun) -> bytes:

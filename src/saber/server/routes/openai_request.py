@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from saber.jsonsafe import dumps
-from saber.llm.types import Message
+from saber.runs.request import HistoryTurn
 from saber.server.errors import ApiError
 
 
@@ -115,15 +115,15 @@ def last_user(body: CompletionRequest) -> int:
     return last
 
 
-def split(body: CompletionRequest) -> tuple[str, list[Message]]:
-    """The query (the last user message) and the conversation before it."""
+def split(body: CompletionRequest) -> tuple[str, list[HistoryTurn]]:
+    """The query (the last user message) and the conversation before it (its user and assistant text)."""
     last = last_user(body)
-    history: list[Message] = []
+    history: list[HistoryTurn] = []
     for m in body.messages[:last]:
         if m.role == "user":
-            history.append(Message.user(text_of(m)))
+            history.append(HistoryTurn(role="user", content=text_of(m)))
         elif m.role == "assistant" and text_of(m):
-            history.append(Message.assistant(text_of(m)))
+            history.append(HistoryTurn(role="assistant", content=text_of(m)))
     return text_of(body.messages[last]), history
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -11,7 +10,6 @@ from sse_starlette import EventSourceResponse
 
 from saber.agent import Agent
 from saber.agent.tasks import task_state, task_title
-from saber.events import Event
 from saber.graph.checkpoint import Checkpoint
 from saber.jsonsafe import to_jsonable
 from saber.redact import redacted, redacted_value
@@ -90,13 +88,9 @@ async def cancel_task(task_id: str, runs: RunsDep, user: UserDep) -> CancelRespo
 async def resume_task(task_id: str, request: Request, agent: AgentDep, runs: RunsDep, user: UserDep) -> EventSourceResponse:
     if await _checkpoint(agent, task_id, user) is None:
         raise not_found(f"resumable task {shown(task_id)}")
-    run = TaskRun(task_id=task_id, user_id=user, kind="resume", query="")
-
-    def source() -> AsyncIterator[Event]:
-        return agent.resume(task_id, user_id=user)
-
+    run = TaskRun(task_id=task_id, user_id=user, kind="resume", query="")  # its request: the checkpoint's
     try:
-        await runs.start(run, source, spec={})
+        await runs.start(run)
     except ValueError as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     if run.log.events:  # in this process its start is logged already, naming the checkpoint's query
