@@ -303,7 +303,7 @@ async def test_a_search_that_runs_too_long_is_stopped_and_says_how_to_narrow_it(
 
 async def test_a_missing_workspace_is_said_when_searched(root: Path, search: str) -> None:
     tools = tools_for(root)
-    root.rmdir()
+    os.rmdir(root)
     with pytest.raises(ToolError, match=r"^\.: no such file or folder$"):
         await tools["search_files"].run({"pattern": "x"})
 
