@@ -77,8 +77,8 @@ GROUPS: dict[str, Group] = {
     "exec": Group(
         modules=("src/saber/tools/system/commands.py", "src/saber/tools/system/allowlist.py",
                  "src/saber/tools/system/sandbox.py"),
-        tests=("tests/integration/system/test_exec_injection.py",
-               "tests/integration/system/test_exec_sandbox.py", "tests/unit/tools/test_exec_allowlist.py"),
+        tests=("tests/integration/system/test_exec_injection.py", "tests/integration/system/test_exec_sandbox.py",
+               "tests/integration/system/test_exec_confinement.py", "tests/unit/tools/test_exec_allowlist.py"),
     ),
     "queue": Group(
         modules=("src/saber/cluster/queue.py",),
