@@ -184,10 +184,9 @@ def _userns_exec(argv: list[str]) -> int:
             os._exit(70)
         os.write(ready_write, b"x")
         os.read(go_read, 1)
-        inner = os.fork()  # the first child in the new PID namespace is its init
-        if inner == 0:
-            os.execvp(argv[0], argv)
-        os._exit(os.waitstatus_to_exitcode(os.waitpid(inner, 0)[1]) & 0xFF)
+        if os.fork() == 0:  # the first child in the new PID namespace is its init
+            os._exit(_init(argv))
+        os._exit(os.waitstatus_to_exitcode(os.wait()[1]) & 0xFF)
     os.close(go_read)
     os.close(ready_write)
     if os.read(ready_read, 1):
@@ -195,6 +194,29 @@ def _userns_exec(argv: list[str]) -> int:
             Path(f"/proc/{pid}/{kind}").write_text("0 0 65536\n")
         os.write(go_write, b"x")
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _init(argv: list[str]) -> int:
+    """PID 1 of the jail: mounts the jail's own /proc (bubblewrap finds the processes it starts
+    there by their pid in this namespace), runs ``argv`` and reaps every orphan, which a program
+    not written to be init (mutmut) would leave as zombies; returns its status."""
+    import ctypes
+    import signal
+
+    ms_nosuid, ms_nodev, ms_noexec = 2, 4, 8
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
+        os.write(2, f"mount /proc: {os.strerror(ctypes.get_errno())}\n".encode())
+        return 70
+    child = os.fork()
+    if child == 0:
+        os.execvp(argv[0], argv)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: os.kill(child, number))
+    while True:
+        pid, status = os.wait()
+        if pid == child:
+            return os.waitstatus_to_exitcode(status) & 0xFF
 
 
 def run_group(name: str, group: Group, *, children: int, jail: bool = False) -> None:

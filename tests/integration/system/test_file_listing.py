@@ -324,3 +324,24 @@ async def test_write_file_says_whether_it_wrote_or_replaced_and_hands_the_file_t
     assert await write.run({"path": "out/a.txt", "content": "第二版"}) == "replaced out/a.txt (9 bytes)"
     for made in (root / "out", root / "out" / "a.txt"):
         assert (made.stat().st_uid, made.stat().st_gid) == (owner, owner), made
+
+
+@pytest.mark.parametrize(
+    ("fake", "said"),
+    [
+        ("exit 2", "search_files: ripgrep failed"),
+        ("echo 'rg: it broke' >&2; echo 'more' >&2; exit 2", "search_files: rg: it broke"),
+    ],
+)
+async def test_a_ripgrep_that_fails_is_reported(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: str, said: str
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "rg").write_text(f"#!/bin/sh\n{fake}\n", encoding="utf-8")
+    (bin_dir / "rg").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (root / "a.txt").write_text("a\n", encoding="utf-8")
+    with pytest.raises(ToolError) as caught:
+        await found(root, pattern="a")
+    assert str(caught.value).endswith(said)

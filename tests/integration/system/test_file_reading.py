@@ -77,6 +77,8 @@ async def test_a_file_of_exactly_the_read_limit_is_read_whole(root: Path) -> Non
     (root / "exact.txt").write_text(text, encoding="utf-8")
     out = await read(root, "exact.txt", FileLimits(max_read_bytes=9_999), offset=999)
     assert out == "exact.txt (lines 999-1000 of 1000)\n   999\t000000999\n  1000\t000001000"
+    one = await read(root, "exact.txt", FileLimits(max_read_bytes=9_999), offset=999, limit=1)
+    assert one == "exact.txt (lines 999-999 of 1000)\n   999\t000000999\n… more lines: read on with offset"
     part = await read(root, "exact.txt", FileLimits(max_read_bytes=9_998), offset=999)
     assert (
         part
@@ -126,6 +128,11 @@ async def test_a_binary_file_is_refused_with_its_size(root: Path) -> None:
 
 
 async def test_a_large_file_keeps_each_line_whole_from_its_first_character(root: Path) -> None:
-    (root / "big.txt").write_bytes(b"Xfirst line ends in X  \r\n" + b"filler line\n" * 200)
-    out = await read(root, "big.txt", FileLimits(max_read_bytes=100), limit=1)
-    assert out == "big.txt (lines 1-1)\n     1\tXfirst line ends in X  \n… more lines: read on with offset"
+    (root / "big.txt").write_bytes(
+        b"Xfirst line ends in spaces  \r\nthe second in X\r\n" + b"filler line\n" * 200
+    )
+    out = await read(root, "big.txt", FileLimits(max_read_bytes=100), limit=2)
+    assert out == (
+        "big.txt (lines 1-2)\n     1\tXfirst line ends in spaces  \n     2\tthe second in X\n"
+        "… more lines: read on with offset"
+    )
