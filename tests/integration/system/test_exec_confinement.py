@@ -18,7 +18,8 @@ from saber.config import Settings
 from saber.tools import ToolArgumentError
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
-from saber.tools.system.sandbox import NOBODY, sandbox_uid
+from saber.tools.system.commands import render
+from saber.tools.system.sandbox import NOBODY, Limits, Outcome, sandbox_uid
 
 pytestmark = pytest.mark.slow
 
@@ -244,6 +245,52 @@ async def test_an_unconfined_command_still_has_its_limits_and_runs_in_the_worksp
     seen = json.loads(out["stdout"])
     assert seen["limits"]["Max cpu time"] == "5"
     assert seen["cwd"] == str((home / "workspace" / "sub").resolve())
-    assert seen["env"]["PATH"] == "/usr/local/bin:/usr/bin:/bin" and "SECRET_TOKEN" not in seen["env"]
+    assert seen["env"] == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str((home / "workspace" / "sub").resolve()),
+    }
+    already = sum(1 for p in os.listdir("/proc") if p.isdigit() and _owner(p) == os.geteuid())
+    assert already + 64 - 5 <= int(seen["limits"]["Max processes"]) <= already + 64 + 5
     slow = await tool.run({"command": ["sleep", "30"]})
     assert slow["note"] == "timed out after 1 s: the command was stopped" and slow["exit_code"] != 0
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_the_command_cannot_read_saber_s_own_input(home: Path, sandbox: str) -> None:
+    tool = exec_for(home, exec_sandbox=sandbox)
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"what the user typed to saber\n")
+    os.close(write_end)
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        out = await tool.run({"command": "cat"})
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(read_end)
+    assert out == {"exit_code": 0, "stdout": "", "stderr": ""}
+
+
+def test_output_cut_after_the_command_ended_is_still_said() -> None:
+    cut = Outcome(exit_code=0, stdout="x" * 1024, stderr="", output_cut=True)
+    assert render(cut, Limits(output_bytes=1024)) == {
+        "exit_code": 0,
+        "stdout": "x" * 1024,
+        "stderr": "",
+        "note": "output over 1,024 bytes was cut",
+    }
+    stopped = Outcome(
+        exit_code=-9,
+        stdout="x",
+        stderr="",
+        output_cut=True,
+        killed_reason="output over 1,024 bytes: the command was stopped",
+    )
+    assert (
+        render(stopped, Limits(output_bytes=1024))["note"]
+        == "output over 1,024 bytes: the command was stopped"
+    )
+    plain = Outcome(exit_code=0, stdout="ok", stderr="")
+    assert render(plain, Limits()) == {"exit_code": 0, "stdout": "ok", "stderr": ""}
