@@ -5,6 +5,7 @@ the folder it runs in and the errors that name a wrong command."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pwd
@@ -294,3 +295,31 @@ def test_output_cut_after_the_command_ended_is_still_said() -> None:
     )
     plain = Outcome(exit_code=0, stdout="ok", stderr="")
     assert render(plain, Limits()) == {"exit_code": 0, "stdout": "ok", "stderr": ""}
+
+
+async def test_a_command_that_prints_without_end_is_stopped_and_says_so(home: Path) -> None:
+    out = await exec_for(home, exec_max_output_bytes=4096).run({"command": "yes"})
+    assert out["stdout"] == "y\n" * 2048
+    assert out["note"] == "output over 4,096 bytes: the command was stopped"
+
+
+async def test_output_that_is_not_utf8_comes_back_with_replacement_characters(home: Path) -> None:
+    out = await exec_for(home).run({"command": ["sh", "-c", "printf 'caf\\351\\n'; printf '\\377' >&2"]})
+    assert out == {"exit_code": 0, "stdout": "caf\ufffd\n", "stderr": "\ufffd"}
+
+
+async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path) -> None:
+    tool = exec_for(home)
+    marker = "2718.2818"
+    run = asyncio.create_task(tool.run({"command": ["sh", "-c", f"sleep {marker} & touch started; wait"]}))
+    while "started" not in await asyncio.to_thread(
+        os.listdir, home / "workspace"
+    ):  # the command says it runs
+        assert not run.done(), run
+        await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    ps = await asyncio.create_subprocess_exec("ps", "-eo", "args", stdout=asyncio.subprocess.PIPE)
+    listing, _ = await ps.communicate()
+    assert f"sleep {marker}" not in listing.decode()
