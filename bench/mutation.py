@@ -269,15 +269,17 @@ def report(names: list[str], *, show_survivors: bool) -> int:
             if not statuses:
                 rows.append(f"| {module.removeprefix('src/saber/')} | not run | | | | |")
                 continue
+            unchecked = sum(1 for s in statuses.values() if s == "not checked")  # the run was stopped first
             killed = sum(1 for s in statuses.values() if s == "killed")
-            equal = [k for k, s in statuses.items() if k in known and s != "killed"]
+            equal = [k for k, s in statuses.items() if k in known and s not in ("killed", "not checked")]
             seen.update(k for k in statuses if k in known)
             stale = [k for k, s in statuses.items() if k in known and s == "killed"]
-            alive = [k for k, s in statuses.items() if s != "killed" and k not in known]
-            counted = len(statuses) - len(equal)
+            alive = [k for k, s in statuses.items() if s not in ("killed", "not checked") and k not in known]
+            counted = len(statuses) - len(equal) - unchecked
             score = killed / counted if counted else 1.0
-            failing = failing or score < 0.9
-            rows.append(f"| {module.removeprefix('src/saber/')} | {len(statuses)} | {killed} | {len(equal)} "
+            failing = failing or score < 0.9 or unchecked > 0
+            total = f"{len(statuses)} ({unchecked} not checked)" if unchecked else f"{len(statuses)}"
+            rows.append(f"| {module.removeprefix('src/saber/')} | {total} | {killed} | {len(equal)} "
                         f"| {len(alive)} | {score:.1%} |")
             survivors += [f"  {k} ({statuses[k]})" for k in alive]
             survivors += [f"  {k}: listed as equivalent but killed now (stale)" for k in stale]

@@ -323,3 +323,12 @@ async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: P
     ps = await asyncio.create_subprocess_exec("ps", "-eo", "args", stdout=asyncio.subprocess.PIPE)
     listing, _ = await ps.communicate()
     assert f"sleep {marker}" not in listing.decode()
+
+
+async def test_a_read_only_workspace_is_read_only_even_where_its_files_allow_writing(home: Path) -> None:
+    (home / "workspace").mkdir(parents=True)
+    os.chmod(home / "workspace", 0o777)  # anyone may write here: only the mount stops the command
+    tool = exec_for(home, exec_workspace_write=False)
+    out = await tool.run({"command": ["sh", "-c", "echo x > /workspace/x.txt"]})
+    assert out["exit_code"] != 0 and "Read-only file system" in out["stderr"]
+    assert not (home / "workspace" / "x.txt").exists()
