@@ -18,6 +18,10 @@ kills, or that no longer exists, is reported as stale so the list cannot rot. It
 ``killed_in_subprocess``, names mutants that a test kills where mutmut cannot see it (the test
 runs the code in a child process, e.g. ``saber serve`` stopped by SIGTERM), each with that test,
 checked by applying the mutant by hand; they count as killed.
+
+``--jail`` runs each group's mutmut where a mutant cannot harm the host, for the groups whose tests
+attack (exec, files): a mutant of the sandbox that drops its read-only binds once let a test's
+attack write /usr/evil for real. See :func:`jail_argv`.
 """
 
 from __future__ import annotations
@@ -67,13 +71,14 @@ GROUPS: dict[str, Group] = {
     "files": Group(
         modules=("src/saber/tools/system/files.py", "src/saber/tools/system/safe_open.py"),
         tests=("tests/integration/system/test_file_tools.py", "tests/integration/system/test_workspace_paths.py",
-               "tests/integration/system/test_safe_open.py"),
+               "tests/integration/system/test_safe_open.py", "tests/integration/system/test_file_listing.py",
+               "tests/integration/system/test_file_reading.py"),
     ),
     "exec": Group(
         modules=("src/saber/tools/system/commands.py", "src/saber/tools/system/allowlist.py",
                  "src/saber/tools/system/sandbox.py"),
-        tests=("tests/integration/system/test_exec_injection.py",
-               "tests/integration/system/test_exec_sandbox.py", "tests/unit/tools/test_exec_allowlist.py"),
+        tests=("tests/integration/system/test_exec_injection.py", "tests/integration/system/test_exec_sandbox.py",
+               "tests/integration/system/test_exec_confinement.py", "tests/unit/tools/test_exec_allowlist.py"),
     ),
     "queue": Group(
         modules=("src/saber/cluster/queue.py",),
@@ -144,7 +149,77 @@ def _workdir(name: str, group: Group) -> Path:
     return work
 
 
-def run_group(name: str, group: Group, *, children: int) -> None:
+def jail_argv(work: Path, argv: list[str]) -> list[str]:
+    """``argv`` in a jail where only ``work`` (and a private /tmp and /dev) can be written.
+
+    bubblewrap, as the real root, binds the whole host read-only; inside it :func:`_userns_exec`
+    moves the command into a user namespace of its own (uids 0-65535 mapped to themselves, so the
+    tests' own bubblewrap can still drop to ``nobody``) with new mount and PID namespaces. Mounts
+    inherited by a less privileged user namespace are locked: its root cannot remount the host
+    read-write, nor signal a process outside. Needs root (the jail writes the uid map)."""
+    if os.geteuid() != 0:
+        raise SystemExit("--jail needs root: it maps uids 0-65535 into the jail for the tests' own bubblewrap")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SystemExit("--jail needs bubblewrap (bwrap)")
+    return [bwrap, "--die-with-parent", "--ro-bind", "/", "/", "--bind", "/proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--bind", str(work), str(work), "--chdir", str(work), "--",
+            sys.executable, str(Path(__file__).resolve()), "--userns-exec", "--", *argv]
+
+
+def _userns_exec(argv: list[str]) -> int:
+    """Run ``argv`` in new user, mount and PID namespaces (the inner half of :func:`jail_argv`)."""
+    import ctypes
+
+    clone_newns, clone_newuser, clone_newpid = 0x00020000, 0x10000000, 0x20000000
+    go_read, go_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go_write)
+        os.close(ready_read)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(clone_newuser | clone_newns | clone_newpid) != 0:
+            os.write(2, f"unshare: {os.strerror(ctypes.get_errno())}\n".encode())
+            os._exit(70)
+        os.write(ready_write, b"x")
+        os.read(go_read, 1)
+        if os.fork() == 0:  # the first child in the new PID namespace is its init
+            os._exit(_init(argv))
+        os._exit(os.waitstatus_to_exitcode(os.wait()[1]) & 0xFF)
+    os.close(go_read)
+    os.close(ready_write)
+    if os.read(ready_read, 1):
+        for kind in ("uid_map", "gid_map"):
+            Path(f"/proc/{pid}/{kind}").write_text("0 0 65536\n")
+        os.write(go_write, b"x")
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _init(argv: list[str]) -> int:
+    """PID 1 of the jail: mounts the jail's own /proc (bubblewrap finds the processes it starts
+    there by their pid in this namespace), runs ``argv`` and reaps every orphan, which a program
+    not written to be init (mutmut) would leave as zombies; returns its status."""
+    import ctypes
+    import signal
+
+    ms_nosuid, ms_nodev, ms_noexec = 2, 4, 8
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
+        os.write(2, f"mount /proc: {os.strerror(ctypes.get_errno())}\n".encode())
+        return 70
+    child = os.fork()
+    if child == 0:
+        os.execvp(argv[0], argv)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: os.kill(child, number))
+    while True:
+        pid, status = os.wait()
+        if pid == child:
+            return os.waitstatus_to_exitcode(status) & 0xFF
+
+
+def run_group(name: str, group: Group, *, children: int, jail: bool = False) -> None:
     work = _workdir(name, group)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("SABER_")}
     # Subprocesses (`python -m saber`) import the mutants too. The folder must exist before mutmut
@@ -153,10 +228,13 @@ def run_group(name: str, group: Group, *, children: int) -> None:
     env["PYTHONPATH"] = str(work / "mutants" / "src")
     env["PYTEST_DEBUG_TEMPROOT"] = str(work / "tmp")
     (work / "tmp").mkdir()
-    mutmut = [sys.executable, "-m", "mutmut"]
-    print(f"== {name}: {', '.join(group.modules)}", flush=True)
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(children)]
+    if jail:
+        env["HOME"] = str(work / "tmp")
+        command = jail_argv(work, command)
+    print(f"== {name}: {', '.join(group.modules)}{' (jailed)' if jail else ''}", flush=True)
     started = time.monotonic()
-    subprocess.run([*mutmut, "run", "--max-children", str(children)], cwd=work, env=env, check=False,
+    subprocess.run(command, cwd=work, env=env, check=False,
                    stdout=subprocess.DEVNULL if not os.environ.get("MUTATION_VERBOSE") else None)
     print(f"   {name}: {time.monotonic() - started:.0f} s", flush=True)
 
@@ -191,15 +269,17 @@ def report(names: list[str], *, show_survivors: bool) -> int:
             if not statuses:
                 rows.append(f"| {module.removeprefix('src/saber/')} | not run | | | | |")
                 continue
+            unchecked = sum(1 for s in statuses.values() if s == "not checked")  # the run was stopped first
             killed = sum(1 for s in statuses.values() if s == "killed")
-            equal = [k for k, s in statuses.items() if k in known and s != "killed"]
+            equal = [k for k, s in statuses.items() if k in known and s not in ("killed", "not checked")]
             seen.update(k for k in statuses if k in known)
             stale = [k for k, s in statuses.items() if k in known and s == "killed"]
-            alive = [k for k, s in statuses.items() if s != "killed" and k not in known]
-            counted = len(statuses) - len(equal)
+            alive = [k for k, s in statuses.items() if s not in ("killed", "not checked") and k not in known]
+            counted = len(statuses) - len(equal) - unchecked
             score = killed / counted if counted else 1.0
-            failing = failing or score < 0.9
-            rows.append(f"| {module.removeprefix('src/saber/')} | {len(statuses)} | {killed} | {len(equal)} "
+            failing = failing or score < 0.9 or unchecked > 0
+            total = f"{len(statuses)} ({unchecked} not checked)" if unchecked else f"{len(statuses)}"
+            rows.append(f"| {module.removeprefix('src/saber/')} | {total} | {killed} | {len(equal)} "
                         f"| {len(alive)} | {score:.1%} |")
             survivors += [f"  {k} ({statuses[k]})" for k in alive]
             survivors += [f"  {k}: listed as equivalent but killed now (stale)" for k in stale]
@@ -217,7 +297,12 @@ def main() -> int:
     parser.add_argument("--list", action="store_true", help="print the groups and exit")
     parser.add_argument("--report", action="store_true", help="print the table of the last runs, run nothing")
     parser.add_argument("--children", type=int, default=2, help="parallel mutmut workers (default 2)")
+    parser.add_argument("--jail", action="store_true",
+                        help="run mutmut with the host read-only but for mutants/<group> (needs root and bwrap)")
+    parser.add_argument("--userns-exec", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.userns_exec:
+        return _userns_exec(args.groups)
     unknown = [g for g in args.groups if g not in GROUPS]
     if unknown:
         parser.error(f"unknown group(s) {', '.join(unknown)}; the groups are {', '.join(GROUPS)}")
@@ -228,7 +313,7 @@ def main() -> int:
         return 0
     if not args.report:
         for name in names:
-            run_group(name, GROUPS[name], children=args.children)
+            run_group(name, GROUPS[name], children=args.children, jail=args.jail)
     return report(names, show_survivors=True)
 
 

@@ -179,12 +179,13 @@ async def test_a_folder_swapped_for_a_symlink_after_the_check_is_refused(ws: Pat
     outside = ws.parent / "elsewhere"
     outside.mkdir()
     (outside / "f.txt").write_text("outside secret", encoding="utf-8")
-    for action, args in [("write_file", {"path": "d/f.txt", "content": "planted"}), ("read_file", {"path": "d/f.txt"}),
-                         ("list_dir", {"path": "d"}), ("search_files", {"pattern": "secret", "path": "d"})]:
+    for action, args, shown in [("write_file", {"path": "d/f.txt", "content": "planted"}, "d/f.txt"),
+                                ("read_file", {"path": "d/f.txt"}, "d/f.txt"), ("list_dir", {"path": "d"}, "d"),
+                                ("search_files", {"pattern": "secret", "path": "d"}, "d")]:
         (ws / "d").mkdir()
         (ws / "d" / "f.txt").write_text("inside", encoding="utf-8")
         tools = {t.name: t for t in file_tools(SwappingWorkspace(ws, outside), write=True)}
-        with pytest.raises(ToolError, match="symlink or changed"):
+        with pytest.raises(ToolError, match=f"{shown}: a folder on the way is a symlink or changed while it was opened: refused$"):
             await tools[action].run(args)
         (ws / "d").unlink()
     assert (outside / "f.txt").read_text(encoding="utf-8") == "outside secret"

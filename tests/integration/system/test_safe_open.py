@@ -153,3 +153,29 @@ def test_only_a_plain_file_of_one_link_may_show_its_lines_in_a_search(tree: Path
         assert single_link_file(b"a.txt", dir_fd=fd) and not single_link_file(b"leak.txt", dir_fd=fd)
     finally:
         os.close(fd)
+
+
+def test_a_symlink_to_a_file_on_the_way_is_refused_as_a_symlink_not_named_a_file(tree: Path) -> None:
+    (tree / "docs" / "to-file").symlink_to("a.txt")
+    with pytest.raises(ToolError, match=f"^docs/to-file: {MOVED}$"):
+        enter_folder(tree, tree / "docs" / "to-file", "docs/to-file")
+    with pytest.raises(ToolError, match=f"^docs/to-file/x: {MOVED}$"):
+        enter_folder(tree, tree / "docs" / "to-file" / "x", "docs/to-file/x")
+
+
+def test_a_symlink_to_a_plain_file_of_one_link_may_not_show_its_lines(tree: Path) -> None:
+    (tree / "docs" / "alias.txt").symlink_to("a.txt")
+    assert single_link_file(tree / "docs" / "a.txt")
+    assert not single_link_file(tree / "docs" / "alias.txt")
+
+
+def test_a_failed_write_closes_its_own_descriptor_and_no_other(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    before = sorted(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(safe_open.os, "replace", full_disk)
+    for _ in range(3):
+        with pytest.raises(OSError, match="No space left"):
+            replace_file(tree, tree / "docs" / "a.txt", "docs/a.txt", b"new")
+    assert sorted(os.listdir("/proc/self/fd")) == before

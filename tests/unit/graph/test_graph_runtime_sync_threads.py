@@ -5,6 +5,7 @@ after its node ended is dropped."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -95,7 +96,7 @@ async def test_events_a_stuck_sync_tool_emits_after_its_node_ended_are_dropped()
     assert rec.index("rag_result") < rec.index("node_done", id="n1")
 
 
-def test_a_tool_thread_outliving_its_event_loop_does_not_crash() -> None:
+def test_a_tool_thread_outliving_its_event_loop_does_not_crash(caplog: pytest.LogCaptureFixture) -> None:
     go = threading.Event()
     finished = threading.Event()
     errors: list[BaseException] = []
@@ -118,6 +119,9 @@ def test_a_tool_thread_outliving_its_event_loop_does_not_crash() -> None:
     finally:
         loop.close()
     assert result.nodes["n1"].status is NodeStatus.FAILED
-    go.set()
-    assert finished.wait(60)
+    with caplog.at_level(logging.DEBUG, logger="saber.graph.attempts"):
+        go.set()
+        assert finished.wait(60)
     assert errors == [] and "rag_result" not in seen
+    assert [r.getMessage() for r in caplog.records if r.name == "saber.graph.attempts"] == [
+        "dropped rag_result event from a tool thread: its event loop is closed"]

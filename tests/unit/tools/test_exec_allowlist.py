@@ -160,3 +160,24 @@ def test_the_checker_answers_any_argv(argv: list[str]) -> None:
 @given(uniq_args=st.lists(words.filter(lambda w: not w.startswith("-")), min_size=2, max_size=5), flags=plain)
 def test_uniq_with_an_output_operand_asks(uniq_args: list[str], flags: list[str]) -> None:
     assert ALLOW.check(["uniq", *flags, *uniq_args]).reason is not None
+
+
+@pytest.mark.parametrize(("argv", "reason"), [
+    (["sort", "--output=notes.txt", "/dev/null"], "sort with --output"),
+    (["sort", "--o=notes.txt", "/dev/null"], "sort with --o"),
+    (["rg", "--pre=./decode.sh=x", "secret"], "rg with --pre"),
+    (["rg", "--pre-glob=*=x", "secret"], "rg with --pre-glob"),
+    (["uniq", "--", "-in", "-out"], "uniq with 2 operands (more than 1: the last may be written)"),
+    (["date", "-d", "x", "0101000020"], "date with the operand 'x' (only +... runs without asking)"),
+])
+def test_a_refusal_names_the_option_or_operand_exactly(argv: list[str], reason: str) -> None:
+    """The reason a person reads names the option as given (without its value), or the operands."""
+    assert ALLOW.check(argv).reason == f"{reason}: it may write, delete or run a program"
+
+
+@pytest.mark.parametrize("argv", [
+    ["sort", "notes.txt"], ["sort", "--", "todo.txt"], ["date", "+%s"], ["uniq", "--", "in.txt"], ["rg", "--", "-e"],
+    ["file", "--", "notes.txt"], ["sort", "-"],
+])
+def test_operands_and_a_bare_double_dash_are_not_taken_for_refused_options(argv: list[str]) -> None:
+    assert ALLOW.check(argv).reason is None

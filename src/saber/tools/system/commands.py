@@ -39,12 +39,13 @@ def split_command(command: str | list[str], *, shell: bool) -> list[str]:
         argv = [str(a) for a in command]
     else:
         text = command.strip()
-        if shell:
-            return ["/bin/sh", "-c", text] if text else []
-        try:
-            argv = shlex.split(text)
-        except ValueError as exc:
-            raise ToolArgumentError(f"command: cannot be split into words: {exc}", tool="exec_command") from None
+        if shell and text:
+            argv = ["/bin/sh", "-c", text]
+        else:
+            try:
+                argv = shlex.split(text)
+            except ValueError as exc:
+                raise ToolArgumentError(f"command: cannot be split into words: {exc}", tool="exec_command") from None
     if not argv or not argv[0]:
         raise ToolArgumentError("command: is empty", tool="exec_command")
     if any("\x00" in a for a in argv):
@@ -87,7 +88,7 @@ def exec_tool(workspace: Workspace, policy: CommandPolicy) -> Tool:
             raise ToolArgumentError(f"cwd: {where.shown} is not a folder", tool="exec_command")
         box = Confinement(workspace=where.root, workspace_writable=policy.workspace_writable, network=policy.network,
                           limits=policy.limits) if policy.sandbox else None
-        outcome = await run_confined(argv, box, cwd=where.path)
+        outcome = await run_confined(argv, box, cwd=where.path, limits=policy.limits)
         return render(outcome, policy.limits)
 
     sandbox_word = "inside a sandbox (read-only system, the workspace at /workspace, no network)" if policy.sandbox \

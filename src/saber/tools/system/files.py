@@ -124,7 +124,7 @@ def _read(where: Located, offset: int, limit: int, limits: FileLimits) -> str:
             lines = text.splitlines()
         else:
             f.seek(0)
-            lines = _lines_of_large(f, shown, offset + limit)
+            lines = _lines_of_large(f, shown, offset - 1 + limit)
     total = len(lines) if size <= limits.max_read_bytes else None
     chosen = lines[offset - 1: offset - 1 + limit]
     if not chosen:
@@ -186,10 +186,11 @@ def _search(pattern: str, compiled: re.Pattern[str], path: Path, root: Path, glo
 def _search_rg(rg: str, pattern: str, path: Path, root: Path, glob: str | None) -> list[str]:
     """ripgrep: linear-time regexes (no catastrophic backtracking), skips binary files, no symlinks.
     It runs in the folder opened without following symlinks (``safe_open``), and lines of a file
-    with another hard link are dropped."""
+    with another hard link are dropped. One match more than shown is asked of each file, so that a
+    single file with too many still gets the notice that the hits were cut."""
     folder, target = (path, ".") if path.is_dir() else (path.parent, path.name)
     argv = [rg, "--line-number", "--with-filename", "--no-heading", "--null", "--color=never", "--max-columns", str(MAX_LINE),
-            "--max-columns-preview", "--max-count", str(MAX_MATCHES), "--encoding", "auto", "-e", pattern]
+            "--max-columns-preview", "--max-count", str(MAX_MATCHES + 1), "--encoding", "auto", "-e", pattern]
     if glob:
         argv += ["--glob", glob]
     argv += ["--", target]
@@ -220,8 +221,11 @@ def _rg_lines(argv: list[str], place: _Place) -> list[str]:
     except subprocess.TimeoutExpired:
         raise ToolError("search_files: the search took over 30 s; narrow the path or the pattern", retryable=False) from None
     if done.returncode not in (0, 1):
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ToolError(f"search_files: {message[0] if message else 'ripgrep failed'}")
+        # ripgrep's own "error: ..." line names the problem (a look-around it cannot run); its
+        # first line ("regex parse error:") does not.
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = [line.removeprefix("error: ") for line in said if line.startswith("error: ")] or said[:1]
+        raise ToolError(f"search_files: {why[0] if why else 'ripgrep failed'}")
     out = []
     checked: dict[bytes, bool] = {}
     for raw in done.stdout.splitlines():

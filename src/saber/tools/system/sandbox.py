@@ -131,6 +131,9 @@ def _mounts(box: Confinement, cwd: str) -> list[str]:
             out += ["--symlink", os.readlink(top), str(top)]
         elif top.is_dir():
             out += ["--ro-bind", str(top), str(top)]
+    # bubblewrap makes the parents of a file it binds owner-only (0700): without its own /etc the
+    # command, run as nobody, could read none of the files bound below (no user name, no awk).
+    out += ["--perms", "0755", "--dir", "/etc"]
     for etc in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf",
                 "passwd", "group", "ssl", "ca-certificates", "mime.types"):
         out += ["--ro-bind-try", f"/etc/{etc}", f"/etc/{etc}"]
@@ -157,10 +160,10 @@ def _processes_of(uid: int) -> int:
     return count
 
 
-async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path) -> Outcome:
+async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path, limits: Limits | None = None) -> Outcome:
     """Run ``argv`` (inside bubblewrap when ``box`` is given, else unconfined in ``cwd``) with the
-    limits; output past the cap stops the command and says so."""
-    limits = box.limits if box is not None else Limits()
+    limits (the box's, else ``limits``); output past the cap stops the command and says so."""
+    limits = box.limits if box is not None else limits or Limits()
     if box is not None:
         inner = SANDBOX_HOME + ("/" + cwd.relative_to(box.workspace).as_posix() if cwd != box.workspace else "")
         full = command_line(argv, box, inner)

@@ -1,0 +1,334 @@
+"""What a command run by exec_command finds around it: the limits configured and no others, its own
+namespaces and session, no capabilities and no way to gain one, a scrubbed environment, a private
+writable /tmp, the system's files it needs and not the rest; and the output budget, the exit code,
+the folder it runs in and the errors that name a wrong command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from saber.config import Settings
+from saber.tools import ToolArgumentError
+from saber.tools.base import Tool
+from saber.tools.system import system_tools
+from saber.tools.system.commands import render
+from saber.tools.system.sandbox import NOBODY, Limits, Outcome, sandbox_uid
+
+pytestmark = pytest.mark.slow
+
+if shutil.which("bwrap") is None:
+    pytest.fail("bubblewrap is not installed: .ci/run installs Debian's bubblewrap", pytrace=False)
+
+PROBE = """
+import json, os
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key + ':'):
+            return line.split(':', 1)[1].strip()
+limits = {}
+for line in open('/proc/self/limits').read().splitlines()[1:]:
+    name = line[:26].strip()
+    limits[name] = line[26:47].split()[0]
+print(json.dumps({
+    'env': dict(os.environ),
+    'ns': {n: os.readlink('/proc/self/ns/' + n) for n in ('ipc', 'uts', 'net', 'pid', 'mnt', 'cgroup', 'user')},
+    'groups': os.getgroups(), 'uid': os.getuid(), 'gid': os.getgid(),
+    'cap_bnd': status('CapBnd'), 'cap_inh': status('CapInh'), 'cap_eff': status('CapEff'),
+    'no_new_privs': status('NoNewPrivs'),
+    'limits': limits,
+    'tmp_mode': oct(os.stat('/tmp').st_mode & 0o7777), 'var_tmp_mode': oct(os.stat('/var/tmp').st_mode & 0o7777),
+    'cwd': os.getcwd(),
+}))
+"""
+
+
+HOST_ETC = {
+    name: os.path.exists(f"/etc/{name}")
+    for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "localtime", "hosts", "resolv.conf")
+}
+"""The files of /etc the sandbox binds that this host has."""
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def exec_for(home: Path, **settings: Any) -> Tool:
+    got = system_tools(Settings(home=home, exec_enabled=True, **settings))
+    tools = {t.name: t for t in got.tools}
+    assert "exec_command" in tools, got.notes
+    return tools["exec_command"]
+
+
+async def probe(tool: Tool, cwd: str | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {"command": ["python3", "-c", PROBE]}
+    if cwd is not None:
+        args["cwd"] = cwd
+    out = await tool.run(args)
+    assert out["exit_code"] == 0, out
+    return dict(json.loads(out["stdout"]))
+
+
+def own_namespace(name: str) -> str:
+    return os.readlink(f"/proc/self/ns/{name}")
+
+
+async def test_the_command_runs_under_exactly_the_limits_configured(home: Path) -> None:
+    tool = exec_for(home, exec_cpu_seconds=7, exec_memory_mb=300, exec_max_processes=9)
+    seen = await probe(tool)
+    limits = seen["limits"]
+    assert limits["Max cpu time"] == "7"
+    assert limits["Max address space"] == str(300 * 1024 * 1024)
+    assert limits["Max file size"] == str(64 * 1024 * 1024)
+    assert limits["Max core file size"] == "0"
+    # The process limit counts the sandbox user's processes: what it runs already, plus nine.
+    already = sum(1 for p in os.listdir("/proc") if p.isdigit() and _owner(p) == sandbox_uid())
+    assert already + 9 - 3 <= int(limits["Max processes"]) <= already + 9 + 3
+
+
+def _owner(pid: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+async def test_the_command_has_namespaces_and_a_session_of_its_own(home: Path) -> None:
+    seen = await probe(exec_for(home))
+    for name in ("ipc", "uts", "net", "pid", "mnt", "user"):
+        assert seen["ns"][name] != own_namespace(name), name
+    with_net = await probe(exec_for(home, exec_network=True))
+    assert with_net["ns"]["net"] == own_namespace("net")
+    assert with_net["ns"]["ipc"] != own_namespace("ipc")
+
+
+async def test_the_command_is_in_a_new_session_not_the_callers(home: Path) -> None:
+    tool = exec_for(home)
+    out = await tool.run({"command": ["python3", "-c", "import os; print(os.getsid(0))"]})
+    assert out["exit_code"] == 0, out
+    assert int(out["stdout"]) != os.getsid(0)
+
+
+async def test_the_command_runs_as_nobody_with_no_capability_and_no_way_to_gain_one(
+    home: Path,
+) -> None:
+    seen = await probe(exec_for(home))
+    if os.geteuid() == 0:
+        assert (seen["uid"], seen["gid"], seen["groups"]) == (NOBODY, NOBODY, [])
+    else:  # bubblewrap makes the user namespace itself, as the user
+        assert seen["uid"] == os.getuid()
+    assert int(seen["cap_bnd"], 16) == 0 and int(seen["cap_inh"], 16) == 0 and int(seen["cap_eff"], 16) == 0
+    assert seen["no_new_privs"] == "1"
+
+
+async def test_the_environment_is_scrubbed_to_what_the_sandbox_sets(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SECRET_TOKEN", "do-not-leak")
+    seen = await probe(exec_for(home))
+    assert seen["env"] == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/workspace",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PWD": "/workspace",
+    }
+
+
+async def test_tmp_is_private_and_writable_by_the_command(home: Path) -> None:
+    tool = exec_for(home)
+    seen = await probe(tool)
+    assert seen["tmp_mode"] == "0o1777" and seen["var_tmp_mode"] == "0o1777"
+    out = await tool.run(
+        {"command": ["sh", "-c", "echo kept > /tmp/t && cat /tmp/t && echo v > /var/tmp/v && cat /var/tmp/v"]}
+    )
+    assert out == {"exit_code": 0, "stdout": "kept\nv\n", "stderr": ""}
+    again = await tool.run({"command": ["sh", "-c", "ls /tmp /var/tmp"]})
+    assert again["stdout"].split() == ["/tmp:", "/var/tmp:"]
+
+
+async def test_the_system_files_a_command_needs_are_there_and_hosts_only_with_the_network(home: Path) -> None:
+    tool = exec_for(home)
+    out = await tool.run(
+        {"command": ["sh", "-c", "id -un; awk 'BEGIN { print 6 * 7 }'; test -e /etc/hosts || echo no-hosts"]}
+    )
+    name = pwd.getpwuid(sandbox_uid()).pw_name
+    assert out == {"exit_code": 0, "stdout": f"{name}\n42\nno-hosts\n", "stderr": ""}
+    for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "localtime"):
+        if HOST_ETC[name]:
+            got = await tool.run({"command": ["test", "-e", f"/etc/{name}"]})
+            assert got["exit_code"] == 0, name
+    networked = exec_for(home, exec_network=True)
+    for name in ("hosts", "resolv.conf"):
+        if HOST_ETC[name]:
+            got = await networked.run({"command": ["test", "-e", f"/etc/{name}"]})
+            assert got["exit_code"] == 0, name
+            got = await tool.run({"command": ["test", "-e", f"/etc/{name}"]})
+            assert got["exit_code"] == 1, name
+
+
+async def test_the_command_runs_in_the_folder_asked_for(home: Path) -> None:
+    tool = exec_for(home)
+    (home / "workspace" / "sub" / "deeper").mkdir(parents=True)
+    assert (await probe(tool, cwd="sub/deeper"))["cwd"] == "/workspace/sub/deeper"
+    assert (await probe(tool))["cwd"] == "/workspace"
+    (home / "workspace" / "file.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(ToolArgumentError, match="cwd: file.txt is not a folder"):
+        await tool.run({"command": "ls", "cwd": "file.txt"})
+    with pytest.raises(ToolArgumentError, match="cwd:"):
+        await tool.run({"command": "ls", "cwd": "../.."})
+
+
+async def test_the_output_budget_is_shared_and_exact(home: Path) -> None:
+    tool = exec_for(home, exec_max_output_bytes=4096)
+    exact = await tool.run({"command": ["python3", "-c", "import sys; sys.stdout.write('x' * 4096)"]})
+    assert exact == {"exit_code": 0, "stdout": "x" * 4096, "stderr": ""}
+    over = await tool.run({"command": ["python3", "-c", "import sys; sys.stdout.write('x' * 4097)"]})
+    assert over["stdout"] == "x" * 4096 and over["note"].startswith("output over 4,096 bytes")
+    both = await tool.run(
+        {
+            "command": [
+                "python3",
+                "-c",
+                "import sys; sys.stdout.write('o' * 3000); sys.stdout.flush(); sys.stderr.write('e' * 3000)",
+            ]
+        }
+    )
+    assert len(both["stdout"]) + len(both["stderr"]) == 4096 and both["note"].startswith(
+        "output over 4,096 bytes"
+    )
+
+
+async def test_the_exit_code_and_both_streams_come_back(home: Path) -> None:
+    tool = exec_for(home)
+    out = await tool.run({"command": ["sh", "-c", "echo out; echo err >&2; exit 3"]})
+    assert out == {"exit_code": 3, "stdout": "out\n", "stderr": "err\n"}
+    missing = await tool.run({"command": "no-such-program-here"})
+    assert missing["exit_code"] != 0 and "no-such-program-here" in missing["stderr"]
+
+
+async def test_a_command_that_cannot_be_read_is_refused_with_the_reason(home: Path) -> None:
+    tool = exec_for(home)
+    with pytest.raises(ToolArgumentError, match="command: cannot be split into words: No closing quotation"):
+        await tool.run({"command": "echo 'unclosed"})
+    with pytest.raises(ToolArgumentError, match="command: is empty"):
+        await tool.run({"command": "   "})
+    with pytest.raises(ToolArgumentError, match="command: is empty"):
+        await tool.run({"command": [""]})
+    with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
+        await tool.run({"command": ["echo", "a\x00b"]})
+    shell = exec_for(home, exec_shell=True)
+    with pytest.raises(ToolArgumentError, match="command: is empty"):
+        await shell.run({"command": "  "})
+    with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
+        await shell.run({"command": "echo a\x00b"})
+    assert await shell.run({"command": "echo $((6 * 7)) | cat"}) == {
+        "exit_code": 0,
+        "stdout": "42\n",
+        "stderr": "",
+    }
+
+
+async def test_an_unconfined_command_still_has_its_limits_and_runs_in_the_workspace(home: Path) -> None:
+    tool = exec_for(home, exec_sandbox="none", exec_cpu_seconds=5, exec_timeout=1.0)
+    (home / "workspace" / "sub").mkdir(parents=True, exist_ok=True)
+    out = await tool.run({"command": ["python3", "-c", PROBE], "cwd": "sub"})
+    seen = json.loads(out["stdout"])
+    assert seen["limits"]["Max cpu time"] == "5"
+    assert seen["cwd"] == str((home / "workspace" / "sub").resolve())
+    assert seen["env"] == {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str((home / "workspace" / "sub").resolve()),
+    }
+    already = sum(1 for p in os.listdir("/proc") if p.isdigit() and _owner(p) == os.geteuid())
+    assert already + 64 - 5 <= int(seen["limits"]["Max processes"]) <= already + 64 + 5
+    slow = await tool.run({"command": ["sleep", "30"]})
+    assert slow["note"] == "timed out after 1 s: the command was stopped" and slow["exit_code"] != 0
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_the_command_cannot_read_saber_s_own_input(home: Path, sandbox: str) -> None:
+    tool = exec_for(home, exec_sandbox=sandbox)
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"what the user typed to saber\n")
+    os.close(write_end)
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        out = await tool.run({"command": "cat"})
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(read_end)
+    assert out == {"exit_code": 0, "stdout": "", "stderr": ""}
+
+
+def test_output_cut_after_the_command_ended_is_still_said() -> None:
+    cut = Outcome(exit_code=0, stdout="x" * 1024, stderr="", output_cut=True)
+    assert render(cut, Limits(output_bytes=1024)) == {
+        "exit_code": 0,
+        "stdout": "x" * 1024,
+        "stderr": "",
+        "note": "output over 1,024 bytes was cut",
+    }
+    stopped = Outcome(
+        exit_code=-9,
+        stdout="x",
+        stderr="",
+        output_cut=True,
+        killed_reason="output over 1,024 bytes: the command was stopped",
+    )
+    assert (
+        render(stopped, Limits(output_bytes=1024))["note"]
+        == "output over 1,024 bytes: the command was stopped"
+    )
+    plain = Outcome(exit_code=0, stdout="ok", stderr="")
+    assert render(plain, Limits()) == {"exit_code": 0, "stdout": "ok", "stderr": ""}
+
+
+async def test_a_command_that_prints_without_end_is_stopped_and_says_so(home: Path) -> None:
+    out = await exec_for(home, exec_max_output_bytes=4096).run({"command": "yes"})
+    assert out["stdout"] == "y\n" * 2048
+    assert out["note"] == "output over 4,096 bytes: the command was stopped"
+
+
+async def test_output_that_is_not_utf8_comes_back_with_replacement_characters(home: Path) -> None:
+    out = await exec_for(home).run({"command": ["sh", "-c", "printf 'caf\\351\\n'; printf '\\377' >&2"]})
+    assert out == {"exit_code": 0, "stdout": "caf\ufffd\n", "stderr": "\ufffd"}
+
+
+async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path) -> None:
+    tool = exec_for(home)
+    marker = "2718.2818"
+    run = asyncio.create_task(tool.run({"command": ["sh", "-c", f"sleep {marker} & touch started; wait"]}))
+    while "started" not in await asyncio.to_thread(
+        os.listdir, home / "workspace"
+    ):  # the command says it runs
+        assert not run.done(), run
+        await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    ps = await asyncio.create_subprocess_exec("ps", "-eo", "args", stdout=asyncio.subprocess.PIPE)
+    listing, _ = await ps.communicate()
+    assert f"sleep {marker}" not in listing.decode()
+
+
+async def test_a_read_only_workspace_is_read_only_even_where_its_files_allow_writing(home: Path) -> None:
+    (home / "workspace").mkdir(parents=True)
+    os.chmod(home / "workspace", 0o777)  # anyone may write here: only the mount stops the command
+    tool = exec_for(home, exec_workspace_write=False)
+    out = await tool.run({"command": ["sh", "-c", "echo x > /workspace/x.txt"]})
+    assert out["exit_code"] != 0 and "Read-only file system" in out["stderr"]
+    assert not (home / "workspace" / "x.txt").exists()
