@@ -1,7 +1,7 @@
 """``saber serve`` beside a bare FastAPI + sse-starlette app doing the same HTTP work, in one run.
 
     python bench/server.py [--rounds 3] [--duration 8] [--clients 32] [--burst 500] [--before REV]
-    python bench/server.py --profile saber.raw [--profile-side bare] [--duration 20]
+    python bench/server.py --profile saber.raw [--profile-side bare|before] [--gil] [--duration 20]
 
 (``--profile``: py-spy samples one server under the chat load and prints the inclusive share of
 its samples per function. ``bench/server_soak.py`` is the load and soak run.)
@@ -505,7 +505,7 @@ def measure(kind: str, proc: subprocess.Popen[bytes], port: int, args: argparse.
 def profile(proc: subprocess.Popen[bytes], port: int, args: argparse.Namespace, out: Path) -> None:
     """py-spy samples the server while the chat clients load it; prints where its CPU goes."""
     spy = subprocess.Popen(["py-spy", "record", "--format", "raw", "--rate", "250", "--nonblocking", "-o", str(out),
-                            "--pid", str(proc.pid), "--duration", str(int(args.duration))],
+                            "--pid", str(proc.pid), "--duration", str(int(args.duration)), *(["--gil"] if args.gil else [])],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     chat = run_client("chat", port, args)
     spy.wait()
@@ -566,6 +566,8 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=500, help="streams opened at once")
     parser.add_argument("--profile", type=Path, metavar="RAW", help="profile a server with py-spy under the chat load instead")
     parser.add_argument("--profile-side", choices=["saber", "bare", "before"], default="saber")
+    parser.add_argument("--gil", action="store_true",
+                        help="--profile: only samples of the thread holding the GIL (no thread waiting for it)")
     parser.add_argument("--before", metavar="REV", help="also measure saber serve from this revision's source")
     args = parser.parse_args()
     if args.profile_side == "before" and not args.before:
