@@ -511,6 +511,8 @@ def profile(proc: subprocess.Popen[bytes], port: int, args: argparse.Namespace, 
     spy.wait()
     print(f"{chat['per_second']:.1f} chat req/s while profiled; samples in {out}", file=sys.stderr)
     summarize(out)
+    print()
+    areas(out)
 
 
 def summarize(raw: Path, top: int = 45) -> None:
@@ -526,6 +528,43 @@ def summarize(raw: Path, top: int = 45) -> None:
         for name in {f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0] + ")" for f in frames if " (" in f}:
             inclusive[name] = inclusive.get(name, 0) + int(count)
     for name, n in sorted(inclusive.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{n / max(total, 1) * 100:6.1f}%  {name}")
+
+
+AREAS: list[tuple[str, tuple[str, ...]]] = [
+    ("the openai client (request, httpx, parsing the streamed chunks)",
+     ("openai/", "httpx", "httpcore", "anyio/", "sniffio/", "saber/llm/openai_compat")),
+    ("secret redaction", ("saber/redact", "saber/agent/redaction")),
+    ("history, preferences, memories (SQLite)", ("saber/agent/memory/", "saber/db/", "sqlite3")),
+    ("worker-thread hand-offs (submitting, waking)",
+     ("concurrent/futures", "threading.py", "to_thread (", "run_in_executor", "_write_to_self", "_read_from_self")),
+    ("run manager and event log", ("saber/runs/",)),
+    ("routes, SSE, middleware, metrics", ("saber/server/", "sse_starlette/", "saber/observability/")),
+    ("FastAPI, pydantic, Starlette", ("fastapi/", "pydantic", "starlette/")),
+    ("the agent (turn, routing, model wrappers, events)", ("saber/",)),
+    ("uvicorn and h11 (HTTP parsing, writing)", ("uvicorn/", "h11/")),
+]
+"""Where a sample's time goes: the area of its innermost frame that belongs to one (so the openai
+client's own work counts there, not under the agent that called it)."""
+
+
+def areas(raw: Path) -> None:
+    """Each sample counted once, for the innermost frame that belongs to one of ``AREAS`` (idle
+    samples and worker threads waiting for work left out); the rest is the event loop itself."""
+    counts: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text(encoding="utf-8").splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        if frames[-1].startswith(("select (", "poll (", "epoll", "_run_once (", "wait (threading", "get (queue")):
+            continue
+        if frames[-1].startswith("_worker (concurrent"):
+            continue  # a worker thread waiting for work
+        total += int(count)
+        area = next((name for frame in reversed(frames) for name, marks in AREAS if any(m in frame for m in marks)),
+                    "the event loop and the rest")
+        counts[area] = counts.get(area, 0) + int(count)
+    for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
         print(f"{n / max(total, 1) * 100:6.1f}%  {name}")
 
 
