@@ -28,7 +28,9 @@ def _rules_match(folded: str) -> bool:
     return any(True for find in redact_module._FINDERS for _ in find(folded))
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[f"rule{i}" for i in range(len(RULES))])  # plain ids: mutmut passes them on a command line
+@pytest.mark.parametrize(
+    "rule", RULES, ids=[f"rule{i}" for i in range(len(RULES))]
+)  # plain ids: mutmut passes them on a command line
 # The same examples every run and no health check (a generated PEM block is large): mutation testing
 # runs this once per mutant, under load, and it must fail only for a mutant that lets a secret through.
 @settings(max_examples=30, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -53,6 +55,8 @@ def test_every_text_a_rule_matches_reaches_the_rules(rule: re.Pattern[str], data
         "密码是 tulip4242",
         "ghp_" + "a1" * 18,
         "see -----BEGIN RSA PRIVATE KEY----- MIIEow",
+        "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC",  # a random token of exactly 32 characters, alone
+        "token aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zC",
     ],
 )
 def test_secrets_in_any_case_are_still_masked(secret: str) -> None:
@@ -85,3 +89,9 @@ def test_a_credential_key_is_masked_every_time_it_is_asked() -> None:
             "db_password": MARK,
             "max_tokens": 5,
         }
+
+
+def test_blank_text_of_any_length_holds_no_secret() -> None:
+    for blank in ("", " ", " " * 31, " " * 32, "\n\t " * 40):
+        assert first_secret(blank) is None
+        assert redact(blank) == blank
