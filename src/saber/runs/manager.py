@@ -84,14 +84,11 @@ class RunManager:
         self.keep_finished = keep_finished
         self.closing = False
         self._runs: OrderedDict[str, TaskRun] = OrderedDict()
-        self._unfinished: dict[str, TaskRun] = {}
-        """The runs of ``_runs`` not finished: what a request's admission counts, without going
-        through the ``keep_finished`` finished ones each time."""
         self._cancelling: set[asyncio.Task[bool]] = set()
 
     def running(self, user_id: str | None = None) -> list[TaskRun]:
         """Runs not finished (including ones still starting), of one user or all."""
-        return [r for r in self._unfinished.values() if not r.finished and (user_id is None or r.user_id == user_id)]
+        return [r for r in self._runs.values() if not r.finished and (user_id is None or r.user_id == user_id)]
 
     def get(self, task_id: str, user_id: str) -> TaskRun | None:
         """The run, if it is this user's; another user's task is as absent as an unknown one."""
@@ -137,7 +134,6 @@ class RunManager:
             raise ApiError(409, "conflict", f"task id {run.task_id!r} already exists: choose a new one")
         self._runs[run.task_id] = run  # counted against the user's limit from now on
         self._runs.move_to_end(run.task_id)
-        self._unfinished[run.task_id] = run
         trace = LocalRunTrace(run.task_id, run.kind)
         try:
             with trace.current():
@@ -147,7 +143,6 @@ class RunManager:
                 run.pump = asyncio.create_task(self._pump(run, stream, trace), name=f"saber-server-run-{run.task_id}")
         except BaseException:
             trace.end()
-            del self._unfinished[run.task_id]
             if previous is not None:
                 self._runs[run.task_id] = previous
             else:
@@ -177,8 +172,6 @@ class RunManager:
                 run.log.append("done", Done(answer="", mode="chat", task_id=run.task_id, interrupted=True).data)
             trace.end()
             run.log.close()
-            if self._unfinished.get(run.task_id) is run:
-                del self._unfinished[run.task_id]
             self._forget_old()
 
     async def cancel(self, run: TaskRun) -> bool:
@@ -242,13 +235,6 @@ class RunManager:
             await asyncio.wait(pending, timeout=10)
 
     def _forget_old(self) -> None:
-        """Forget the oldest finished runs beyond ``keep_finished``, looking only at as many as that."""
-        excess = len(self._runs) - len(self.running()) - self.keep_finished
-        old: list[str] = []
-        for task_id, run in self._runs.items():
-            if len(old) >= excess:
-                break
-            if run.finished:
-                old.append(task_id)
-        for task_id in old:
+        finished = [tid for tid, r in self._runs.items() if r.finished]
+        for task_id in finished[: max(0, len(finished) - self.keep_finished)]:
             del self._runs[task_id]
