@@ -105,7 +105,8 @@ GROUPS: dict[str, Group] = {
     ),
     "redaction": Group(
         modules=("src/saber/redact.py",),
-        tests=("tests/unit/core/test_redact.py", "tests/unit/core/test_redact_rules.py"),
+        tests=("tests/unit/core/test_redact.py", "tests/unit/core/test_redact_rules.py",
+               "tests/unit/core/test_redact_fastpath.py"),
     ),
     "sse": Group(
         modules=("src/saber/server/sse.py",),

@@ -1,7 +1,7 @@
 """``saber serve`` beside a bare FastAPI + sse-starlette app doing the same HTTP work, in one run.
 
-    python bench/server.py [--rounds 3] [--duration 8] [--clients 32] [--burst 500]
-    python bench/server.py --profile saber.raw [--profile-side bare] [--duration 20]
+    python bench/server.py [--rounds 3] [--duration 8] [--clients 32] [--burst 500] [--before REV]
+    python bench/server.py --profile saber.raw [--profile-side bare|before] [--gil] [--duration 20]
 
 (``--profile``: py-spy samples one server under the chat load and prints the inclusive share of
 its samples per function. ``bench/server_soak.py`` is the load and soak run.)
@@ -27,6 +27,9 @@ Each round measures both servers, alternating which goes first:
   phase, divided by the runs it completed.
 
 The table gives the median over rounds of each side, and the median of the per-round ratios.
+``--before REV`` adds a third side: ``saber serve`` from the source of an earlier revision
+(``git archive``, as ``bench/source_trees.py`` does), measured in the same rounds, so a change is
+measured against what it changed under the same load.
 """
 
 from __future__ import annotations
@@ -409,11 +412,14 @@ def saber_env(home: Path, upstream: str, keys_file: Path) -> dict[str, str]:
     return env
 
 
-def start_saber(tmp: Path, upstream: str, keys_file: Path, log: Path,
-                **settings: str) -> tuple[subprocess.Popen[bytes], int]:
-    """``saber serve`` on a free port; ``settings``: more ``SABER_*`` variables."""
+def start_saber(tmp: Path, upstream: str, keys_file: Path, log: Path, *, src: Path | None = None,
+                home: str = "saber-home", **settings: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``saber serve`` on a free port; ``src``: another source tree's ``src`` (default: this
+    checkout's, or what ``PYTHONPATH`` says); ``settings``: more ``SABER_*`` variables."""
     port = free_port()
-    env = {**saber_env(tmp / "saber-home", upstream, keys_file), **settings}
+    env = {**saber_env(tmp / home, upstream, keys_file), **settings}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     with log.open("ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "saber", "serve", "--port", str(port)],
                                 env=env, stdout=out, stderr=out)
@@ -488,7 +494,7 @@ def measure(kind: str, proc: subprocess.Popen[bytes], port: int, args: argparse.
     streams = run_client("stream", port, args)
     burst_ = run_client("burst", port, args)
     errors = chat["errors"] + streams["errors"] + burst_["failed"]
-    print(f"  {kind:>5}: chat {chat['per_second']:7.1f}/s  streams {streams['per_second']:7.1f}/s  "
+    print(f"  {kind:>6}: chat {chat['per_second']:7.1f}/s  streams {streams['per_second']:7.1f}/s  "
           f"first event p50 {burst_['p50'] * 1000:7.1f} ms p99 {burst_['p99'] * 1000:7.1f} ms  "
           f"CPU/run {cpu_per_run * 1000:5.1f} ms  errors {errors} {chat['statuses'] or ''}{streams['statuses'] or ''}  "
           f"rss {rss_mb(proc.pid):.0f} MB fds {open_fds(proc.pid)}\n         {upstream}", file=sys.stderr)
@@ -499,12 +505,14 @@ def measure(kind: str, proc: subprocess.Popen[bytes], port: int, args: argparse.
 def profile(proc: subprocess.Popen[bytes], port: int, args: argparse.Namespace, out: Path) -> None:
     """py-spy samples the server while the chat clients load it; prints where its CPU goes."""
     spy = subprocess.Popen(["py-spy", "record", "--format", "raw", "--rate", "250", "--nonblocking", "-o", str(out),
-                            "--pid", str(proc.pid), "--duration", str(int(args.duration))],
+                            "--pid", str(proc.pid), "--duration", str(int(args.duration)), *(["--gil"] if args.gil else [])],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     chat = run_client("chat", port, args)
     spy.wait()
     print(f"{chat['per_second']:.1f} chat req/s while profiled; samples in {out}", file=sys.stderr)
     summarize(out)
+    print()
+    areas(out)
 
 
 def summarize(raw: Path, top: int = 45) -> None:
@@ -523,18 +531,60 @@ def summarize(raw: Path, top: int = 45) -> None:
         print(f"{n / max(total, 1) * 100:6.1f}%  {name}")
 
 
+AREAS: list[tuple[str, tuple[str, ...]]] = [
+    ("the openai client (request, httpx, parsing the streamed chunks)",
+     ("openai/", "httpx", "httpcore", "anyio/", "sniffio/", "saber/llm/openai_compat")),
+    ("secret redaction", ("saber/redact", "saber/agent/redaction")),
+    ("history, preferences, memories (SQLite)", ("saber/agent/memory/", "saber/db/", "sqlite3")),
+    ("worker-thread hand-offs (submitting, waking)",
+     ("concurrent/futures", "threading.py", "to_thread (", "run_in_executor", "_write_to_self", "_read_from_self")),
+    ("run manager and event log", ("saber/runs/",)),
+    ("routes, SSE, middleware, metrics", ("saber/server/", "sse_starlette/", "saber/observability/")),
+    ("FastAPI, pydantic, Starlette", ("fastapi/", "pydantic", "starlette/")),
+    ("the agent (turn, routing, model wrappers, events)", ("saber/",)),
+    ("uvicorn and h11 (HTTP parsing, writing)", ("uvicorn/", "h11/")),
+]
+"""Where a sample's time goes: the area of its innermost frame that belongs to one (so the openai
+client's own work counts there, not under the agent that called it)."""
+
+
+def areas(raw: Path) -> None:
+    """Each sample counted once, for the innermost frame that belongs to one of ``AREAS`` (idle
+    samples and worker threads waiting for work left out); the rest is the event loop itself."""
+    counts: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text(encoding="utf-8").splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        if frames[-1].startswith(("select (", "poll (", "epoll", "_run_once (", "wait (threading", "get (queue")):
+            continue
+        if frames[-1].startswith("_worker (concurrent"):
+            continue  # a worker thread waiting for work
+        total += int(count)
+        area = next((name for frame in reversed(frames) for name, marks in AREAS if any(m in frame for m in marks)),
+                    "the event loop and the rest")
+        counts[area] = counts.get(area, 0) + int(count)
+    for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        print(f"{n / max(total, 1) * 100:6.1f}%  {name}")
+
+
 def report(results: dict[str, list[dict[str, float]]]) -> None:
     rows = [("chat req/s (%d clients)", "chat", "{:.1f}"), ("streams/s (read to the end)", "streams", "{:.1f}"),
             ("first event p50 at %d streams (ms)", "p50", "{:.1f}"), ("first event p99 at %d streams (ms)", "p99", "{:.1f}"),
             ("CPU per run (ms)", "cpu", "{:.2f}"), ("error responses", "errors", "{:.0f}")]
-    print(f"{'median over rounds':40} {'Saber':>9} {'bare':>9} {'Saber/bare':>11}")
+    pairs = [("saber", "bare"), *([("before", "bare"), ("saber", "before")] if "before" in results else [])]
+    head = "".join(f" {kind:>9}" for kind in results) + "".join(f" {a + '/' + b:>12}" for a, b in pairs)
+    print(f"{'median over rounds':40}{head}")
     for label, key, fmt in rows:
-        saber = statistics.median(r[key] for r in results["saber"])
-        bare = statistics.median(r[key] for r in results["bare"])
-        ratios = [s[key] / b[key] for s, b in zip(results["saber"], results["bare"], strict=True) if b[key]]
-        ratio = f"{statistics.median(ratios):.2f}" if ratios else "-"
+        medians = "".join(f" {fmt.format(statistics.median(r[key] for r in runs)):>9}" for runs in results.values())
         shown = label % REPORT_PARAMS[key] if "%d" in label else label
-        print(f"{shown:40} {fmt.format(saber):>9} {fmt.format(bare):>9} {ratio:>11}")
+        print(f"{shown:40}{medians}" + "".join(f" {_ratio(results[a], results[b], key):>12}" for a, b in pairs))
+
+
+def _ratio(these: list[dict[str, float]], those: list[dict[str, float]], key: str) -> str:
+    """The median of the per-round ratios."""
+    ratios = [s[key] / b[key] for s, b in zip(these, those, strict=True) if b[key]]
+    return f"{statistics.median(ratios):.2f}" if ratios else "-"
 
 
 REPORT_PARAMS: dict[str, int] = {}
@@ -554,8 +604,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--burst", type=int, default=500, help="streams opened at once")
     parser.add_argument("--profile", type=Path, metavar="RAW", help="profile a server with py-spy under the chat load instead")
-    parser.add_argument("--profile-side", choices=["saber", "bare"], default="saber")
+    parser.add_argument("--profile-side", choices=["saber", "bare", "before"], default="saber")
+    parser.add_argument("--gil", action="store_true",
+                        help="--profile: only samples of the thread holding the GIL (no thread waiting for it)")
+    parser.add_argument("--before", metavar="REV", help="also measure saber serve from this revision's source")
     args = parser.parse_args()
+    if args.profile_side == "before" and not args.before:
+        parser.error("--profile-side before needs --before REV")
     if args.serve == "fake":
         serve_fake(args.port_file)
         return
@@ -580,16 +635,25 @@ def main() -> None:
             bare, bare_port = start_bare(keys_file, upstream, tmp / "template.json", tmp / "bare.log")
             procs.append(bare)
             sides = {"saber": (saber, saber_port), "bare": (bare, bare_port)}
+            if args.before:
+                sys.path.insert(0, str(Path(__file__).resolve().parent))
+                from source_trees import extract_src
+
+                src = extract_src(args.before, Path(tempfile.mkdtemp(dir=tmp)))
+                before, before_port = start_saber(tmp, upstream, keys_file, tmp / "before.log", src=src,
+                                                  home="before-home")
+                procs.append(before)
+                sides["before"] = (before, before_port)
             if args.profile is not None:
                 profile(*sides[args.profile_side], args, args.profile)
                 return
             print(f"load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs; {count} events per run; "
-                  f"saber pid {saber.pid}, bare pid {bare.pid}", file=sys.stderr)
+                  + ", ".join(f"{kind} pid {proc.pid}" for kind, (proc, _) in sides.items()), file=sys.stderr)
             for _, port in sides.values():  # warm-up: first requests of each route
                 run_client("chat", port, argparse.Namespace(**{**vars(args), "duration": 1.0}))
-            results: dict[str, list[dict[str, float]]] = {"saber": [], "bare": []}
+            results: dict[str, list[dict[str, float]]] = {kind: [] for kind in sides}
             for r in range(args.rounds):
-                order = ["saber", "bare"] if r % 2 == 0 else ["bare", "saber"]
+                order = list(sides) if r % 2 == 0 else list(sides)[::-1]
                 print(f"round {r + 1} (load average {os.getloadavg()[0]:.2f})", file=sys.stderr)
                 for kind in order:
                     results[kind].append(measure(kind, *sides[kind], args))

@@ -20,6 +20,7 @@ holds the secret in memory (the tool that needs it gets it); only what is stored
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import re
@@ -174,6 +175,36 @@ _FINDERS: tuple[Callable[[str], Iterator[Finding]], ...] = (
     _patterns(_KEY_PATTERNS), _patterns(_CREDENTIALS), _numbers, _random_tokens,
 )
 
+_TRIGGERS = (
+    "-----begin", "sk-", "_live_", "_test_", "akia", "asia", "github_pat_", "glpat-", "xox", "aiza", "hf_", "eyj",
+    "bearer", "://",
+    "pass", "pwd", "pin", "密码", "口令",
+    "api", "secret", "access", "token", "密钥", "秘钥", "私钥", "令牌", "访问码",
+    "cvv", "cvc", "security code", "安全码", "卡背后三位",
+    "验证码", "动态码", "校验码", "verification code", "time code", "otp",
+)
+"""Lower-case text that every rule's match holds (a key shape's fixed part, a credential word)."""
+_TRIGGER = re.compile("|".join(map(re.escape, _TRIGGERS)) + r"|gh[pousr]_|\d(?:[ -]?\d){12}")
+"""Any trigger, a GitHub token's prefix, or 13 digits one space or dash apart at most (every card
+and ID number holds such a run), in the lower-cased text."""
+_CASE_TWINS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+"""Characters that the rules' case-insensitive matching takes for an ASCII letter but ``str.lower``
+does not turn into one (İ, dotless ı, long ſ, the Kelvin sign)."""
+_LONG_RUN = 32
+"""``_LONG_TOKEN``'s shortest match: such a token lies in a run of that many non-space characters."""
+
+
+def _may_hold_secret(folded: str) -> bool:
+    """False only when no rule can match ``folded`` (the NFKC-folded text), so the rules need not
+    run: the common case of a streamed token or an ordinary answer costs one regex search. Every
+    rule's match holds a ``_TRIGGER`` (in any case) or is a run of ``_LONG_RUN`` non-space
+    characters. True does not mean a secret is there."""
+    lowered = (folded if folded.isascii() else folded.translate(_CASE_TWINS)).lower()
+    if _TRIGGER.search(lowered) is not None:
+        return True
+    return len(folded) >= _LONG_RUN and max(map(len, folded.split()), default=0) >= _LONG_RUN
+
+
 _WINDOW = 8_192
 _OVERLAP = 512
 """Long text is scanned in overlapping windows: every rule's match is far shorter than the overlap
@@ -193,6 +224,8 @@ def first_secret(text: str) -> Finding | None:
     changed the text's length, the span covers the whole text.
     """
     folded = unicodedata.normalize("NFKC", text)
+    if not _may_hold_secret(folded):
+        return None
     for offset, window in _windows(folded):
         for find in _FINDERS:
             for found in find(window):
@@ -225,6 +258,8 @@ def redact(text: str) -> str:
     if not text or text.isspace():
         return text
     folded = unicodedata.normalize("NFKC", text)
+    if not _may_hold_secret(folded):
+        return text
     spans = _spans(folded)
     if not spans:
         return text
@@ -267,8 +302,14 @@ def redact_value(value: Any) -> Any:
 
 
 def _is_credential(key: object, value: object) -> bool:
-    return isinstance(key, str) and bool(_CREDENTIAL_KEY.match(key)) and isinstance(value, (str, int)) \
+    return isinstance(key, str) and _credential_key(key) and isinstance(value, (str, int)) \
         and not isinstance(value, bool) and value not in ("", MARK)
+
+
+@functools.lru_cache(maxsize=1024)
+def _credential_key(key: str) -> bool:
+    """``_CREDENTIAL_KEY`` matches ``key``; remembered: every event asks it of the same few keys."""
+    return _CREDENTIAL_KEY.match(key) is not None
 
 
 def _size(value: Any, limit: int = INLINE_CHARS) -> int:

@@ -440,24 +440,19 @@ class Agent:
         memory = self.services.memory
         if memory is None:
             return None
-        turn.history = await memory.history(turn.user_id)
-        await memory.append_history(turn.user_id, "user", await redacted(turn.query))
-        _, results = await memory.update_preferences(turn.user_id, turn.query)
-        for result in results:
-            await turn.emit(result.to_event())
         rejection = await checked_memory_text(turn.query)
         extraction = await off_loop_if_long(turn.query, functools.partial(
             memory.plan_extraction, turn.user_id, turn.query, rememberable=rejection is None))
+        begun = await memory.begin_turn(turn.user_id, turn.query, stored_query=await redacted(turn.query))
+        turn.history, turn.preferences = begun.history, begun.preferences
+        for result in begun.results:
+            await turn.emit(result.to_event())
         if extraction.preferences and not extraction.memories:  # with both, one call at the end does both
             self._background_task(self._learn_preferences(turn.user_id, extraction.text), turn)
-        turn.preferences = await memory.preferences(turn.user_id)
-        try:
-            recalled = await memory.recall(turn.user_id, turn.query, 3, relevant_only=True)
-        except EmbeddingError as exc:  # the turn goes on without memories, and says why
-            await turn.emit(Error(message=f"memories not recalled: {exc}", where="memory"))
-            recalled = []
-        turn.memories = [m.text for m in recalled]
-        for m in recalled:
+        if begun.recall_error is not None:  # the turn goes on without memories, and says why
+            await turn.emit(Error(message=f"memories not recalled: {begun.recall_error}", where="memory"))
+        turn.memories = [m.text for m in begun.recalled]
+        for m in begun.recalled:
             await turn.emit(Memory(action="recalled", content=m.text))
         if rejection is not None:
             await turn.emit(Memory(action="rejected", content="", reason=f"not remembered: {rejection.reason}"))

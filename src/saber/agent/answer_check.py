@@ -43,9 +43,9 @@ def echoed_prompt(text: str, messages: Sequence[Message]) -> str | None:
     if found and ((first is not None and _norm(first.group(1)) in labels) or len(set(found)) >= 2):
         return f'the model echoed its prompt (it wrote "{found[0]}:")'
     pieces = _shingles(text)
-    if len(text.strip()) >= 40 and pieces and _share(pieces, _shingles(system)) >= 0.5:
+    if len(text.strip()) >= 40 and pieces and _share(pieces, _flat(system)) >= 0.5:
         return "the model echoed its instructions"
-    if len(text.strip()) >= 160 and pieces and _share(pieces, _shingles(prompt)) >= 0.85:
+    if len(text.strip()) >= 160 and pieces and _share(pieces, _flat(prompt)) >= 0.85:
         return "the model copied its prompt instead of answering"
     return None
 
@@ -64,10 +64,17 @@ def _norm(label: str) -> str:
     return " ".join(label.lower().split())
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _shingles(text: str) -> set[str]:
-    flat = " ".join(text.split())
+    flat = _flat(text)
     return {flat[i : i + _SHINGLE] for i in range(max(0, len(flat) - _SHINGLE + 1))}
 
 
-def _share(pieces: set[str], source: set[str]) -> float:
-    return len(pieces & source) / len(pieces)
+def _share(pieces: set[str], source: str) -> float:
+    """The part of ``pieces`` (an answer's shingles) that are shingles of ``source`` (flattened
+    text): a piece of ``_SHINGLE`` characters is one exactly when it occurs in it, so the
+    source's own shingles (a set as large as the prompt, on every answer) are never made."""
+    return sum(1 for piece in pieces if piece in source) / len(pieces)

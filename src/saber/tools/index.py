@@ -65,6 +65,8 @@ class ToolIndex:
         """Embed tool cards in a thread (False: at once, in ``update``; benchmarks and tests)."""
         self._lock = threading.Lock()
         self._cards: dict[str, str] = {}
+        self._indexed: dict[str, Tool] = {}
+        """The registry snapshot indexed last (tools are frozen: the same objects, the same cards)."""
         self._mcp: set[str] = set()
         self._bm25: Any = None
         self._names: list[str] = []
@@ -82,6 +84,7 @@ class ToolIndex:
 
         cards = {name: tool_card(t) for name, t in tools.items()}
         with self._lock:
+            self._indexed = dict(tools)
             if cards != self._cards:
                 self._cards = cards
                 self._mcp = {name for name, t in tools.items() if t.is_mcp}
@@ -134,13 +137,22 @@ class ToolIndex:
         loads its dictionary) in a thread, then ``prepare_for``; nothing heavy runs on the loop."""
         from saber.lexical.bm25 import tokenize
 
+        embed = len(tools) > above  # the model loads only for a selection
+        if not embed and not self._mcp and self._indexes(registry):  # nothing to do: no worker thread
+            return
+
         def work() -> None:
-            self.update(registry, embed=len(tools) > above)  # the model loads only for a selection
+            self.update(registry, embed=embed)
             if self._mcp:
                 tokenize(query)
 
         await asyncio.to_thread(work)
         await self.prepare_for(query, tools, above=above)
+
+    def _indexes(self, tools: Mapping[str, Tool]) -> bool:
+        """``tools`` are the very tools indexed last: ``update`` would find nothing changed."""
+        indexed = self._indexed
+        return len(indexed) == len(tools) and all(indexed.get(name) is tool for name, tool in tools.items())
 
     async def prepare_for(self, query: str, tools: Mapping[str, Tool], *, above: int) -> None:
         """``prepare`` when the planner prompt will list a selection (more than ``above`` tools).

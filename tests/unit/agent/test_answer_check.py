@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from saber.agent import answer_check
 from saber.agent.answer_check import generation_failure
 from saber.agent.prompts import GENERATE
 from saber.llm.types import Message, StreamEnd
@@ -44,3 +48,11 @@ def test_a_real_answer_that_quotes_the_results_is_fine() -> None:
     assert generation_failure(good, PROMPT, STOP) is None
     assert generation_failure("东京现在是晚上 10 点 48 分；巴黎 7°C，小雨。", ZH_PROMPT, STOP) is None
     assert generation_failure("Note: the weather service was slow.", PROMPT, None) is None
+
+
+@given(st.text("ab \n", max_size=80), st.text("ab \n", max_size=300))
+def test_the_share_of_an_answer_found_in_a_prompt_is_counted_against_every_piece_of_it(text: str, source: str) -> None:
+    pieces = answer_check._shingles(text)
+    if pieces:
+        expected = len(pieces & answer_check._shingles(source)) / len(pieces)
+        assert answer_check._share(pieces, answer_check._flat(source)) == expected

@@ -238,3 +238,55 @@ async def test_history_before_a_query_holds_the_newest_messages_that_fit_its_bud
     one = MemoryService(SQLiteMemoryStore(tmp_path / "t.db"), embedder, history_max_chars=1_000)
     await one.append_history("u2", "user", "y" * 5_000)
     assert [len(m.content) for m in await one.history("u2")] == [5_000]  # the newest is kept, even alone over it
+
+
+async def test_begin_turn_reads_writes_and_recalls_in_one_worker_thread_call(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await service.append_history("u1", "user", "earlier question")
+    await service.append_history("u1", "assistant", "earlier answer")
+    await service.remember("u1", "I keep bees on the roof")
+    await service.append_history("u2", "user", "someone else's question")
+    calls: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(getattr(fn, "__name__", repr(fn)))
+        return await to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    query = "I live in Shanghai. How are my bees on the roof?"
+    begun = await service.begin_turn("u1", query, stored_query="stored as given")
+    monkeypatch.undo()
+    assert len(calls) == 1, calls
+    assert [(m.role, m.content) for m in begun.history] == [("user", "earlier question"), ("assistant", "earlier answer")]
+    assert [(m.role, m.content) for m in await service.history("u1")][-1] == ("user", "stored as given")
+    assert begun.preferences == await service.preferences("u1") == {"city": "Shanghai"}
+    assert _actions(begun.results) == [("preference", "city=Shanghai", "")]
+    assert [m.text for m in begun.recalled] == ["I keep bees on the roof"]
+    assert begun.recall_error is None
+    assert [(m.role, m.content) for m in await service.history("u2")] == [("user", "someone else's question")]
+
+
+async def test_begin_turn_without_an_embedder_still_writes_the_history(tmp_path: Path) -> None:
+    from saber.rag.documents import EmbeddingError
+    from saber.rag.embedder import HashingEmbedder
+
+    class Down(HashingEmbedder):
+        down = False
+
+        def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+            if self.down:
+                raise EmbeddingError("embedder unreachable", retryable=True)
+            return super().embed_query(text)
+
+    embedder = Down()
+    svc = MemoryService(SQLiteMemoryStore(tmp_path / "m.db"), embedder)
+    try:
+        await svc.remember("u1", "I keep bees on the roof")
+        embedder.down = True
+        begun = await svc.begin_turn("u1", "bees?", stored_query="bees?")
+        assert begun.recalled == [] and begun.recall_error == "embedder unreachable"
+        assert [m.content for m in await svc.history("u1")] == ["bees?"]
+    finally:
+        svc.close()

@@ -121,3 +121,32 @@ async def test_tool_cards_are_embedded_only_once_a_selection_among_many_tools_ne
     assert embedder.documents == len(TOOLS)
     await built.refresh(TOOLS, "and now?", TOOLS, above=3)
     assert embedder.documents == len(TOOLS), "cards already embedded are not embedded again"
+
+
+async def test_a_refresh_with_the_registry_unchanged_makes_no_worker_thread_call(monkeypatch: Any) -> None:
+    import asyncio
+
+    builtin = {n: t for n, t in TOOLS.items() if not t.is_mcp}
+    built = ToolIndex(HashingEmbedder(), background=False)
+    calls: list[object] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        calls.append(fn)
+        return await to_thread(fn, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    await built.refresh(builtin, "what time is it", builtin, above=len(builtin))
+    assert len(calls) == 1, "the first refresh indexes the registry"
+    await built.refresh(dict(builtin), "and now?", builtin, above=len(builtin))
+    assert len(calls) == 1, "the same tools again: nothing to index, no thread"
+    added = {**builtin, "send_email": make("send_email", "Send an email message to recipients", {"to": "string"},
+                                           mcp=False)}
+    await built.refresh(added, "email bob", added, above=len(added))
+    assert len(calls) == 2 and built.rankings("send an email")[0][0][0] == "send_email", "a new tool is indexed at once"
+    changed = {**added, "send_email": make("send_email", "Send a fax", {"to": "string"}, mcp=False)}
+    await built.refresh(changed, "fax bob", changed, above=len(changed))
+    assert len(calls) == 3, "a tool registered again under its name is indexed again"
+    await built.refresh(TOOLS, "what time is it", TOOLS, above=len(TOOLS))
+    await built.refresh(TOOLS, "what time is it", TOOLS, above=len(TOOLS))
+    assert len(calls) == 5, "with MCP tools the query is tokenized in a thread (jieba's first use is slow)"

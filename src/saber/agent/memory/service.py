@@ -40,6 +40,7 @@ from saber.agent.memory.store import HistoryRole, MemoryRecord, MemoryStore, che
 from saber.events import Memory
 from saber.llm.base import ChatModel, ModelError
 from saber.llm.types import Message
+from saber.rag.documents import EmbeddingError
 from saber.rag.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -65,6 +66,21 @@ class MemoryResult:
 
     def to_event(self) -> Memory:
         return Memory(action=self.action, content=self.content, reason=self.reason)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnMemory:
+    """What a turn starts from (``MemoryService.begin_turn``), read and written in one go."""
+
+    history: list[Message]
+    """The user's messages before this turn's query, oldest first."""
+    preferences: dict[str, str]
+    """The user's preferences, this query's changes included."""
+    results: list[MemoryResult]
+    """What the query changed or had rejected in the preferences: one ``memory`` event each."""
+    recalled: list[RecalledMemory]
+    recall_error: str | None = None
+    """Why memories could not be recalled (the embedder failed); the turn goes on without them."""
 
 
 def _outcome_result(outcome: AddOutcome) -> MemoryResult:
@@ -166,6 +182,38 @@ class MemoryService:
 
     def close(self) -> None:
         self.store.close()
+
+    # --- a turn ------------------------------------------------------------------------------
+
+    async def begin_turn(self, user_id: str, query: str, *, stored_query: str, recall: int = 3) -> TurnMemory:
+        """Everything a turn needs from memory before it runs, in one worker-thread call: the
+        history before ``query``; ``stored_query`` (the query as it may be stored: redacted)
+        appended to it; the preferences ``query`` states applied (as ``update_preferences``); the
+        preferences; the ``recall`` memories relevant to ``query``. One hand-off instead of one per
+        store call: under load each hand-off queues behind every other request's.
+
+        Nothing is cached: each call reads the store, so a turn sees what any earlier turn of the
+        user wrote, in this process or another one on the same database."""
+        check_user_id(user_id)
+        return await asyncio.to_thread(self._begin_turn, user_id, query, stored_query, recall)
+
+    def _begin_turn(self, user_id: str, query: str, stored_query: str, recall: int) -> TurnMemory:
+        history = self.history_store.messages(user_id)
+        self.history_store.append(user_id, "user", stored_query)
+        extraction = extract_preferences_checked(query, city_normaliser=self.city_normaliser)
+        results = [_rejected_preference(key, rejection) for key, rejection in extraction.rejections]
+        preferences = self.store.get_preferences(user_id)
+        changed = {k: v for k, v in extraction.updates.items() if preferences.get(k) != v}
+        if changed:
+            self.store.set_preferences(user_id, changed, now=self._clock())
+            preferences = dict(sorted({**preferences, **changed}.items()))  # the store's order: by key
+        results.extend(MemoryResult(action="preference", content=f"{k}={v}", key=k) for k, v in changed.items())
+        try:
+            recalled = self.longterm.recall(user_id, query, recall, relevant_only=True)
+        except EmbeddingError as exc:
+            return TurnMemory(history=history, preferences=preferences, results=results, recalled=[],
+                              recall_error=str(exc))
+        return TurnMemory(history=history, preferences=preferences, results=results, recalled=recalled)
 
     # --- short-term history ------------------------------------------------------------------
 
