@@ -375,7 +375,7 @@ def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
 
 @app.command("config")
 def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Show the effective settings (secrets masked) and where each comes from: default, file or env."""
+    """Show the effective settings by section (secrets masked) and where each comes from: default, file or env."""
     import json
 
     from saber.cli.sources import setting_sources
@@ -393,9 +393,15 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
                     "notes": notes})
         return
     out().print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
-    for key, value in shown.items():
-        out().print(line(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}  ",
-                         (f"({sources.get(key, 'default')})", "dim")))
+    for section, values in shown.items():  # as saber.toml is written: home, then a [table] per section
+        if not isinstance(values, dict):
+            out().print(line(f"{section} = {json.dumps(values, ensure_ascii=False, default=str)}  ",
+                             (f"({sources.get(section, 'default')})", "dim")))
+            continue
+        out().print(f"[{section}]", markup=False)
+        for key, value in values.items():
+            out().print(line(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}  ",
+                             (f"({sources.get(f'{section}.{key}', 'default')})", "dim")))
     for note in notes:
         out().print(line(("note: ", "yellow"), note))
 
@@ -403,6 +409,7 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the CLI and turn every user error into one line and an exit code."""
     logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
+    logging.getLogger("saber.config").setLevel(logging.WARNING)  # a setting spelled the old way says so
     install_log_redaction()  # no secret from a query or a tool result in any log line
     try:
         code = app(args=list(argv) if argv is not None else None, standalone_mode=False)
