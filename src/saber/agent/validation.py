@@ -22,7 +22,7 @@ def check_query(query: Any, *, max_chars: int) -> str:
         raise ValueError(f"query must be text (str), got {type(query).__name__}")
     if len(query) > max_chars:
         raise ValueError(f"query is {len(query):,} characters, over the limit of {max_chars:,} "
-                         "(setting max_query_chars / SABER_MAX_QUERY_CHARS)")
+                         "(setting max_query_chars / SABER_AGENT_MAX_QUERY_CHARS)")
     _check_encodable("query", query)
     if not query.strip():
         raise ValueError("query must not be empty")

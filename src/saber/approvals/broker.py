@@ -40,8 +40,8 @@ class ApprovalBroker:
     def from_settings(cls, settings: Settings) -> ApprovalBroker:
         from saber.db import open_database
 
-        db = open_database(settings.database_url or settings.sqlite_path, pool_size=settings.db_pool_size)
-        return cls(ApprovalStore(db), timeout=settings.approval_timeout, always_ask=frozenset(settings.approval_tools))
+        db = open_database(settings.database.url or settings.sqlite_path, pool_size=settings.database.pool_size)
+        return cls(ApprovalStore(db), timeout=settings.approval.timeout, always_ask=frozenset(settings.approval.tools))
 
     def close(self) -> None:
         self.store.db.close()

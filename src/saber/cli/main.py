@@ -156,7 +156,7 @@ def ask(
         agent = _agent(settings)
         await _warn_mcp(agent)
         await _render(agent, agent.stream(text, user_id=user, mode=mode, selected_tools=selected, use_rag=rag or None),
-                      as_json, model=settings.llm_model)
+                      as_json, model=settings.llm.model)
 
     asyncio.run(run())
 
@@ -310,7 +310,7 @@ def resume(
             if exc.code == EXIT_USAGE:
                 raise
             raise CLIError(f"no resumable task {task_id.strip()!r} (see `saber tasks`)") from None
-        await _render(agent, agent.resume(full), as_json, model=settings.llm_model)  # a finished task, another user's: the agent says why
+        await _render(agent, agent.resume(full), as_json, model=settings.llm.model)  # a finished task, another user's: the agent says why
 
     asyncio.run(run())
 

@@ -41,10 +41,10 @@ T = TypeVar("T")
 
 class ClusterRunManager(RunManager):
     def __init__(self, agent: Agent, queue: RunQueue, redis: Redis, settings: Settings) -> None:
-        super().__init__(agent, max_running_per_user=settings.server_max_running_per_user,
-                         keep_finished=settings.server_keep_finished)
+        super().__init__(agent, max_running_per_user=settings.server.max_running_per_user,
+                         keep_finished=settings.server.keep_finished)
         self.queue, self.redis, self.settings = queue, redis, settings
-        self.prefix = settings.cluster_redis_prefix
+        self.prefix = settings.cluster.redis_prefix
         self._known: OrderedDict[str, TaskRun] = OrderedDict()
 
     def _log(self, task_id: str, floor: int = 0) -> RedisEventLog:
@@ -152,8 +152,8 @@ class ClusterRunManager(RunManager):
 
     async def _announce(self, run: TaskRun, after: int, query: str) -> None:
         """Write the run's ``start`` (the event after ``after``) unless a worker that took the run wrote it first."""
-        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl, seq=after)
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster.events_maxlen,
+                              ttl=self.settings.cluster.events_ttl, seq=after)
         with contextlib.suppress(StreamTakenOver):
             await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
 
@@ -168,8 +168,8 @@ class ClusterRunManager(RunManager):
         return True
 
     async def _end_waiting(self, run: TaskRun) -> None:
-        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl)
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster.events_maxlen,
+                              ttl=self.settings.cluster.events_ttl)
         await writer.open()
         if writer.ended and writer.seq > 0:
             return
@@ -213,7 +213,7 @@ def _check(agent: Agent, settings: Settings, run: TaskRun, request: RunRequest) 
         check_task_id(run.task_id)
         check_user_id(run.user_id)
         if run.kind != "resume":
-            query = check_query(request.message, max_chars=settings.max_query_chars)
+            query = check_query(request.message, max_chars=settings.agent.max_query_chars)
         selected = check_selected_tools(request.selected_tools)
         if selected is not None:
             agent.registry.filter(selected)

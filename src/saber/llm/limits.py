@@ -55,7 +55,7 @@ def limits_from_settings(settings: Settings) -> dict[Purpose, GenerationLimits]:
     return {
         purpose: GenerationLimits(
             max_tokens=int(getattr(settings, f"llm_max_tokens_{purpose}", DEFAULT_MAX_TOKENS[purpose])),
-            timeout=settings.llm_timeout,
+            timeout=settings.llm.timeout,
             stall=float(getattr(settings, "llm_stall_timeout", 30.0)),
         )
         for purpose in PURPOSES

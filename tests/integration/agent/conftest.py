@@ -43,7 +43,7 @@ async def make_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Agent]]:
         embedder = HashingEmbedder()
         engine = kwargs.pop("knowledge", None) or RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
         memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder, model=memory_model,
-                               extraction=settings.memory_extraction, extraction_batch=settings.memory_extraction_batch)
+                               extraction=settings.memory.extraction, extraction_batch=settings.memory.extraction_batch)
         agent = Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
         agents.append(agent)
         return agent

@@ -217,7 +217,7 @@ def test_a_user_s_gate_asks_the_tool_with_the_call_s_arguments(store: ApprovalSt
 def test_a_broker_from_settings_keeps_its_questions_in_saber_s_database(tmp_path: Path) -> None:
     from saber.config import Settings
 
-    broker = ApprovalBroker.from_settings(Settings(home=tmp_path / "home", approval_timeout=7, approval_tools=["rm"]))
+    broker = ApprovalBroker.from_settings(Settings(home=tmp_path / "home", approval={"timeout": 7, "tools": ["rm"]}))
     try:
         assert broker.timeout == 7 and broker.always_ask == frozenset({"rm"})
         broker.store.ask(task_id="t1", node_id="n1", user_id="u", tool="rm", params={}, reason="r")

@@ -26,8 +26,8 @@ def test_batches_normalises_and_probes_dimension() -> None:
 
 def test_engine_over_openai_embeddings_from_settings(tmp_path: Path) -> None:
     with FakeOpenAIServer(embedding_dimensions=32) as server:
-        settings = Settings(home=tmp_path, embedding_provider="openai", embedding_base_url=server.base_url,
-                            embedding_model="m")
+        settings = Settings(home=tmp_path,
+                            embedding={"provider": "openai", "base_url": server.base_url, "model": "m"})
         engine = RagEngine(SQLiteStore(tmp_path / "saber.db"), embedder_from_settings(settings))
         result = engine.ingest_text("Doc", "Exact text that will be embedded.")
         assert result.chunks == 1 and engine.loaded

@@ -52,7 +52,7 @@ def make_agent(settings: Settings, model: ChatModel | None = None, *, embedder: 
     """The agent on ``settings``' SQLite file; the knowledge base embeds with ``embedder`` (default:
     a ``HashingEmbedder``, which memory always uses)."""
     hashing = HashingEmbedder()
-    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder or hashing, max_file_mb=settings.rag_max_file_mb)
+    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder or hashing, max_file_mb=settings.rag.max_file_mb)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), hashing)
     return Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
 

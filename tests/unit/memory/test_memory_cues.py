@@ -94,4 +94,4 @@ def test_bad_settings_are_named() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         ExtractionPolicy("batch", batch=0)
     with pytest.raises(ValueError, match="memory_extraction"):
-        Settings(memory_extraction="sometimes")  # type: ignore[arg-type]
+        Settings(memory={"extraction": "sometimes"})  # type: ignore[arg-type]

@@ -152,8 +152,9 @@ def test_the_limits_come_from_the_rag_settings(tmp_path: Path, bombs: dict[str, 
     from saber.config import Settings
     from saber.rag import engine_from_settings
 
-    engine = engine_from_settings(Settings(home=tmp_path, rag_max_inflated_mb=150, rag_max_ratio=5000,
-                                           rag_max_text_chars=50_000))
+    engine = engine_from_settings(Settings(home=tmp_path,
+                                           rag={"max_inflated_mb": 150, "max_ratio": 5000,
+                                                "max_text_chars": 50_000}))
     (tmp_path / "long.txt").write_text("words " * 10_000, encoding="utf-8")
     try:
         assert engine.read_limits == ReadLimits(max_inflated_bytes=150 * MB, max_ratio=5000, max_text_chars=50_000)
