@@ -54,7 +54,7 @@ class ApprovalBroker:
         own = tool.approval_reason(args)
         if own is not None:
             return own
-        return f"{tool.name} is set to ask before it runs (approval_tools)" if tool.name in self.always_ask else None
+        return f"{tool.name} is set to ask before it runs (approval.tools)" if tool.name in self.always_ask else None
 
     async def decide(self, task_id: str, node_id: str, *, approve: bool, by: str, reason: str = "",
                      for_task: bool = False) -> Question | None:

@@ -127,10 +127,10 @@ def _read_query(query: str) -> str:
 
 
 def _check_length(settings: Settings, query: str) -> None:
-    """The agent rejects a query over ``max_query_chars`` too; saying so here costs no startup."""
-    limit = getattr(settings, "max_query_chars", None)
+    """The agent rejects a query over ``agent.max_query_chars`` too; saying so here costs no startup."""
+    limit = getattr(getattr(settings, "agent", None), "max_query_chars", None)
     if isinstance(limit, int) and limit > 0 and len(query) > limit:
-        raise CLIError(f"the query is {len(query):,} characters long; the maximum is {limit:,} (max_query_chars)",
+        raise CLIError(f"the query is {len(query):,} characters long; the maximum is {limit:,} (agent.max_query_chars)",
                        EXIT_USAGE)
 
 

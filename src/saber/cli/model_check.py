@@ -79,5 +79,5 @@ def render(report: CheckReport, settings: Settings) -> list[str]:
                  + f"; {settings.llm.timeout:g}s per call, {settings.agent.request_deadline:g}s per request")
     if report.tokens_per_second and report.tokens_per_second * settings.llm.timeout < limits["answer"].max_tokens:
         lines.append(f"  note: at {report.tokens_per_second} tokens/s an answer of {limits['answer'].max_tokens} tokens takes "
-                     f"longer than llm_timeout ({settings.llm.timeout:g}s); long answers will be cut")
+                     f"longer than llm.timeout ({settings.llm.timeout:g}s); long answers will be cut")
     return lines

@@ -46,7 +46,7 @@ class Cluster:
     async def open(cls, settings: Settings) -> Cluster:
         """Reach PostgreSQL (migrating it) and Redis; a ConfigError says which one failed."""
         if not settings.database.url:
-            raise ValueError("the distributed mode needs database_url (SABER_DATABASE_URL)")
+            raise ValueError("the distributed mode needs database.url (SABER_DATABASE_URL)")
         tracing.setup(settings)
         db = await asyncio.to_thread(open_database, settings.database.url, pool_size=settings.database.pool_size)
         redis = open_redis(settings)

@@ -37,11 +37,11 @@ def distributed(settings: Settings) -> bool:
 
 def open_redis(settings: Settings) -> Redis:
     if not settings.redis.url:
-        raise ConfigError("the distributed mode needs redis_url (SABER_REDIS_URL)")
+        raise ConfigError("the distributed mode needs redis.url (SABER_REDIS_URL)")
     try:
         return Redis.from_url(settings.redis.url, socket_connect_timeout=5, health_check_interval=30)
     except ValueError as exc:
-        raise ConfigError(f"redis_url: {exc}") from None
+        raise ConfigError(f"redis.url: {exc}") from None
 
 
 async def check_redis(redis: Redis, settings: Settings) -> None:

@@ -86,7 +86,7 @@ class ConnectionPool:
                 if left <= 0:
                     raise PoolTimeout(
                         f"no connection to the database {self.name} came free in {self.timeout:g} s: all "
-                        f"{self.size + self.overflow} are in use (db_pool_size {self.size}, as many again for bursts)"
+                        f"{self.size + self.overflow} are in use (database.pool_size {self.size}, as many again for bursts)"
                     )
                 self._changed.wait(left)
             if self._idle:

@@ -57,7 +57,7 @@ def setup(settings: Settings) -> None:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
-        raise ConfigError("otel_endpoint is set but the OpenTelemetry SDK is not installed: "
+        raise ConfigError("otel.endpoint is set but the OpenTelemetry SDK is not installed: "
                           "pip install 'saber[otel]'") from None
     global _exporting
 

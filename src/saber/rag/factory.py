@@ -17,7 +17,7 @@ def embedder_from_settings(settings: Settings, recorded: str | None = None) -> E
         from saber.rag.openai_embedder import OpenAIEmbedder
 
         if not settings.embedding.base_url:
-            raise ValueError("embedding_provider is 'openai' but embedding_base_url is not set")
+            raise ValueError("embedding.provider is 'openai' but embedding.base_url is not set")
         key = settings.embedding.api_key.get_secret_value() if settings.embedding.api_key else None
         return OpenAIEmbedder(base_url=settings.embedding.base_url, model=settings.embedding.model, api_key=key,
                               dim=settings.embedding.dim, batch_size=settings.embedding.batch_size,

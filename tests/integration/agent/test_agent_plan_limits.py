@@ -59,10 +59,10 @@ async def ask(make_agent: Callable[..., Agent], tmp_path: Path, reply: Any, *, s
     what the plan lost (without it, replanning is off)."""
     CALLS.clear()
     if replan is None:
-        settings.setdefault("graph_max_replan", 0)
+        settings.setdefault("graph", {}).setdefault("max_replan", 0)
     model = ScriptedModel([reply, *([replan] if replan is not None else []), "Here is what I found."])
     agent = make_agent(model, builtin=False, tools=[weather, search],
-                       settings=settings_for(tmp_path, planner={"stream": streamed}, **settings))
+                       settings=settings_for(tmp_path, **{**settings, "planner": {"stream": streamed, **settings.get("planner", {})}}))
     answer = await agent.ask(query, user_id="u1", mode="react")
     plan = next(e for e in answer.events if isinstance(e, Plan))
     model.assert_complete()

@@ -56,8 +56,9 @@ def _clear() -> None:
 
 
 def agent_for(tmp_path: Path, replies: list[str], **settings: Any) -> Agent:
-    values: dict[str, Any] = {"home": tmp_path / "home", "search_backend": "none", "graph_retry_delay": 0.0}
-    values.update(settings)
+    values: dict[str, Any] = {"home": tmp_path / "home", "search": {"backend": "none"}, "graph": {"retry_delay": 0.0}}
+    for section, items in settings.items():  # a section's keys over the defaults above, one by one
+        values[section] = {**values.get(section, {}), **items} if isinstance(items, dict) else items
     return Agent(Settings(**values), model=ScriptedModel(replies), tools=[delete_everything, look_around])
 
 

@@ -37,7 +37,7 @@ def running_commands() -> str:
 
 
 def exec_for(home: Path, **settings: Any) -> Tool:
-    got = system_tools(Settings(home=home, exec={"enabled": True}, **settings))
+    got = system_tools(Settings(home=home, **{**settings, "exec": {"enabled": True, **settings.get("exec", {})}}))
     tools = {t.name: t for t in got.tools}
     assert "exec_command" in tools, got.notes
     return tools["exec_command"]

@@ -2,9 +2,8 @@
 ``Settings(llm={"model": ...})`` are ``settings.llm.model``; the flat names of 0.2 still work, with
 a warning naming the new spelling, once."""
 
-from __future__ import annotations
-
 # codemod_settings: keep (the old flat spellings are what these tests exercise)
+from __future__ import annotations
 
 import contextlib
 import logging

@@ -53,7 +53,7 @@ def test_pool_size_comes_from_the_setting(tmp_path: Path, monkeypatch: pytest.Mo
 
     assert asyncio.run(pool_size()) == 7
     monkeypatch.setenv("SABER_DATABASE_POOL_SIZE", "0")
-    with pytest.raises(ValueError, match="db_pool_size"):
+    with pytest.raises(ValueError, match=r"database\.pool_size"):
         Settings(home=tmp_path)
 
 

@@ -74,7 +74,7 @@ def test_a_burst_opens_overflow_connections_and_closes_them_when_they_come_back(
 def test_a_full_pool_waits_for_a_connection_then_raises_a_clear_error(tmp_path: Path) -> None:
     pool = _pool(tmp_path, size=1, overflow=1, timeout=0.05)
     first, second = pool.checkout(), pool.checkout()
-    with pytest.raises(PoolTimeout, match=r"pool\.db came free in 0\.05 s: all 2 are in use \(db_pool_size 1"):
+    with pytest.raises(PoolTimeout, match=r"pool\.db came free in 0\.05 s: all 2 are in use \(database\.pool_size 1"):
         pool.checkout()
     got: list[sqlite3.Connection] = []
     pool.timeout = 30.0

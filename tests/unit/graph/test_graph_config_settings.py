@@ -1,9 +1,8 @@
 """``GraphConfig`` is the graph section of ``Settings`` (one set of defaults, one unit: seconds); old
 names (``max_retries``, ``*_ms``, ``graph_max_retries``) keep working."""
 
-from __future__ import annotations
-
 # codemod_settings: keep (the old flat spellings are what these tests exercise)
+from __future__ import annotations
 
 import dataclasses
 import logging

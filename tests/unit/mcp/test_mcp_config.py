@@ -124,4 +124,4 @@ def test_saber_config_masks_header_and_env_secrets(tmp_path: Path) -> None:
                               'headers = { Authorization = "Bearer sk-secret-token-12345" }\nenv = { KEY = "short" }\n')
     shown = json.dumps(settings.masked())  # serialisable, for `saber config --json`
     assert "sk-secret-token" not in shown and "short" not in shown
-    assert settings.masked()["mcp_servers"][0]["headers"] == {"Authorization": "Bea…2345"}
+    assert settings.masked()["mcp"]["servers"][0]["headers"] == {"Authorization": "Bea…2345"}

@@ -52,7 +52,7 @@ def test_use_reads_at_most_its_window_of_a_long_text() -> None:
 
 
 def test_bad_configuration_is_named() -> None:
-    with pytest.raises(ValueError, match="embedding_base_url"):
+    with pytest.raises(ValueError, match=r"embedding\.base_url"):
         embedder_from_settings(Settings(embedding={"provider": "openai"}))
     with pytest.raises(ValueError, match="mysql"):
         open_store("mysql://x/y")

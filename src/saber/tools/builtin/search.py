@@ -26,7 +26,7 @@ SearchBackendName = Literal["auto", "tavily", "searxng", "ddgs", "none"]
 DEFAULT_TAVILY_URL = "https://api.tavily.com/search"
 _SNIPPET_CHARS = 300
 _NOT_CONFIGURED = (
-    "web search is not configured: set search_backend (SABER_SEARCH_BACKEND) to 'tavily' with "
+    "web search is not configured: set search.backend (SABER_SEARCH_BACKEND) to 'tavily' with "
     "SABER_SEARCH_TAVILY_API_KEY, 'searxng' with SABER_SEARCH_SEARXNG_URL, or 'ddgs' (DuckDuckGo, no key)"
 )
 
@@ -231,11 +231,11 @@ def select_backends(
         return []
     if backend == "tavily":
         if tavily is None:
-            raise ValueError("search_backend is 'tavily' but no Tavily API key is set (SABER_SEARCH_TAVILY_API_KEY)")
+            raise ValueError("search.backend is 'tavily' but no Tavily API key is set (SABER_SEARCH_TAVILY_API_KEY)")
         return [tavily]
     if backend == "searxng":
         if searxng is None:
-            raise ValueError("search_backend is 'searxng' but no instance URL is set (SABER_SEARCH_SEARXNG_URL)")
+            raise ValueError("search.backend is 'searxng' but no instance URL is set (SABER_SEARCH_SEARXNG_URL)")
         return [searxng]
     if backend == "ddgs":
         return [ddgs]
