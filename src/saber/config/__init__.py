@@ -2,9 +2,10 @@
 
 The settings come in sections (``saber.config.names.SECTIONS``): ``[llm] model = "x"`` in the
 TOML file (``$SABER_CONFIG`` if set, else ``$SABER_HOME/saber.toml``), ``SABER_LLM_MODEL=x`` and
-``Settings(llm={"model": "x"})`` are all ``settings.llm.model``. The flat names of 0.2
-(``llm_model = "x"`` at the top of the file, ``Settings(llm_model="x")``, ``settings.llm_model``,
-``SABER_TOOL_TIMEOUT``) are still read, with a warning naming the new spelling.
+``Settings(llm={"model": "x"})`` are all ``settings.llm.model``. The flat names from before the
+sections (``llm_model = "x"`` at the top of the file, ``Settings(llm_model="x")``,
+``settings.llm_model``, ``SABER_TOOL_TIMEOUT``) are still read, with a warning naming the new
+spelling.
 """
 
 from __future__ import annotations

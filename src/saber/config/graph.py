@@ -72,7 +72,7 @@ class GraphConfig:
     has a model); a hook that declines (returns None) spends nothing."""
     max_result_chars: Annotated[int, Field(ge=1)] = 200_000
     """A node's result, JSON-encoded, is cut to this many characters (with a note saying so); the
-    setting ``max_tool_result_chars`` before 0.3."""
+    flat setting ``max_tool_result_chars`` before the sections."""
     replan_max_nodes: Annotated[int, Field(ge=1)] = 3
     """Nodes one replan may add."""
     checkpoint_lease: Annotated[float, Field(gt=0)] = 15.0

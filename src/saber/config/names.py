@@ -1,5 +1,5 @@
 """Every setting's names: its section and key, its ``SABER_*`` variable, and its flat name from
-before 0.3 (``llm_model`` for ``llm.model``), which is still read, with a warning.
+from before the sections (``llm_model`` for ``llm.model``), which is still read, with a warning.
 
 ``FLAT_NAMES`` is the one table of renames: the settings loader reads old spellings with it, and
 the codemod that rewrote ``settings.llm_model`` into ``settings.llm.model`` across the code base
@@ -78,7 +78,7 @@ HOMED: dict[str, tuple[str, str]] = {
     "max_tool_result_chars": ("graph", "max_result_chars"),
     "graph_max_retries": ("graph", "max_attempts"),
 }
-"""Flat names of 0.2 that are not ``<section>_<key>`` of their new place."""
+"""Flat names from before the sections that are not ``<section>_<key>`` of their new place."""
 
 
 def section_keys(section: str) -> tuple[str, ...]:
@@ -116,7 +116,7 @@ def variable(section: str, key: str) -> str:
 OLD_VARIABLES: dict[str, tuple[str, str]] = {
     f"SABER_{flat}".upper(): place for flat, place in FLAT_NAMES.items() if flat != f"{place[0]}_{place[1]}"
 }
-"""Variables of 0.2 that are not the setting's variable now (``SABER_TOOL_TIMEOUT``), still read."""
+"""Variables from before the sections that are not the setting's variable now (``SABER_TOOL_TIMEOUT``), still read."""
 
 
 def env_shape(annotation: Any) -> str:

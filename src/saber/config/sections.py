@@ -2,7 +2,7 @@
 
 ``[llm] model = "x"`` in the file, ``SABER_LLM_MODEL=x`` and ``Settings(llm={"model": "x"})`` all
 set ``settings.llm.model``. The graph section is ``GraphConfig`` itself (``saber.config.graph``).
-Settings that had no section before 0.3 (``request_deadline``, ``database_url``, ``tool_timeout``…)
+Settings whose flat name had no section prefix (``request_deadline``, ``database_url``, ``tool_timeout``…)
 live in the section named in ``saber.config.names.HOMED``, which also keeps their old names.
 """
 

@@ -2,7 +2,7 @@
 
 Each layer becomes ``{(section, key): value}`` with an ``Origin`` per setting (the spelling the
 user wrote, for error messages, and the layer, for ``saber config``); the layers are merged key by
-key into the nested dict ``Settings`` validates. Flat names from before 0.3 are read through
+key into the nested dict ``Settings`` validates. Flat names from before the sections are read through
 ``saber.config.names.FLAT_NAMES`` and warned about once each: a log warning for the file and the
 environment, a ``DeprecationWarning`` for keyword arguments.
 """
@@ -114,7 +114,7 @@ def file_layer(home: object) -> tuple[dict[Key, Any], dict[Key, Origin]]:
 
 def read_toml(path: Path) -> tuple[dict[Key, Any], dict[Key, Origin]]:
     """``[section] key = value`` tables; a flat ``llm_model = ...`` at the top, or a table that
-    is no section (``[tool] timeout``, the flattened ``tool_timeout`` of 0.2), is read with a
+    is no section (``[tool] timeout``, the flattened ``tool_timeout``), is read with a
     warning naming the new spelling (which wins when both are there). Unknown keys are one
     ConfigError naming them all."""
     try:
@@ -176,7 +176,7 @@ _SHAPES = _shapes()
 
 def env_layer() -> tuple[dict[Key, Any], dict[Key, Origin]]:
     """Every ``SABER_<SECTION>_<KEY>`` variable (any case), structured values decoded; the
-    variables of 0.2 that are named otherwise (``SABER_TOOL_TIMEOUT``) with a warning, the new
+    variables from before the sections that are named otherwise (``SABER_TOOL_TIMEOUT``) with a warning, the new
     variable winning when both are set.
 
     A list of strings may be written ``a,b`` or as JSON (``["a", "b"]``); a mapping or a list of
@@ -224,7 +224,7 @@ def _decoded(name: str, text: str, shape: str) -> Any:
 def argument_layer(arguments: dict[str, Any], *, stacklevel: int) -> tuple[dict[Key, Any], dict[Key, Origin]]:
     """Keyword arguments of ``Settings(...)``: a section as a dict is merged key by key over the
     file and the environment; a section given as an object (``graph=GraphConfig(...)``) replaces
-    that section whole; a flat name of 0.2 (``llm_model=``) is read with a DeprecationWarning."""
+    that section whole; a flat name (``llm_model=``) is read with a DeprecationWarning."""
     values: dict[Key, Any] = {}
     origins: dict[Key, Origin] = {}
     for name, value in arguments.items():

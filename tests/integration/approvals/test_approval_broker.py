@@ -85,7 +85,7 @@ def rm_tool(**kwargs: Any) -> Tool:
 
 def test_the_reason_to_ask_is_the_tool_s_own_then_the_configured_list(store: ApprovalStore) -> None:
     broker = ApprovalBroker(store, always_ask=frozenset({"rm"}))
-    assert broker.reason_for(rm_tool(), {}) == "rm is set to ask before it runs (approval_tools)"
+    assert broker.reason_for(rm_tool(), {}) == "rm is set to ask before it runs (approval.tools)"
     assert broker.reason_for(rm_tool(requires_approval=True), {}) == "rm requires approval"
     assert broker.reason_for(rm_tool(requires_approval=lambda a: f"deletes {a['p']}"), {"p": "/"}) == "deletes /"
     assert ApprovalBroker(store).reason_for(rm_tool(), {}) is None

@@ -168,7 +168,7 @@ async def test_configured_tools_ask_too(tmp_path: Path) -> None:
     agent = agent_for(tmp_path, [plan(LOOK), "Looked."], approval={"tools": ["look_around"]})
     async with agent:
         async def approve(q: ApprovalRequired) -> None:
-            assert q.reason == "look_around is set to ask before it runs (approval_tools)"
+            assert q.reason == "look_around is set to ask before it runs (approval.tools)"
             await agent.approvals.decide(q.task_id, q.node_id, approve=True, by="alice")
 
         events = await collect_answering(agent, "look around the yard", approve)

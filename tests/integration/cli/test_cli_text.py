@@ -146,14 +146,16 @@ def test_config_names_each_source(tmp_path: Path) -> None:
     assert blank["sources"]["llm.model"] == "env" and blank["settings"]["llm"]["model"] == "m"
 
 
+# codemod_settings: off (this test spells settings the old way on purpose)
 def test_config_says_when_a_setting_is_spelled_the_old_way(tmp_path: Path) -> None:
     (tmp_path / "saber.toml").write_text("graph_max_parallel = 3\n", encoding="utf-8")
-    done = saber("config", "--json", home=tmp_path, SABER_TOOLS_TIMEOUT="7")
+    done = saber("config", "--json", home=tmp_path, SABER_TOOL_TIMEOUT="7")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["settings"]["graph"]["max_parallel"] == 3 and data["sources"]["tools.timeout"] == "env"
     assert "graph_max_parallel is deprecated: write [graph] max_parallel" in done.stderr
-    assert "SABER_TOOLS_TIMEOUT is deprecated: use SABER_TOOLS_TIMEOUT" in done.stderr
+    assert "SABER_TOOL_TIMEOUT is deprecated: use SABER_TOOLS_TIMEOUT" in done.stderr
+# codemod_settings: on
 
 
 def _stalled_server() -> socket.socket:
