@@ -96,8 +96,10 @@ class Monitor:
 
 
 def make_agent(home: Path, replies: list[Any]) -> Agent:
-    settings = Settings(home=home, search_backend="none", weather_geocoding_url="http://127.0.0.1:9/v1/search",
-                        weather_forecast_url="http://127.0.0.1:9/v1/forecast", graph_step_timeout=60.0)
+    settings = Settings(home=home, search={"backend": "none"},
+                        weather={"geocoding_url": "http://127.0.0.1:9/v1/search",
+                                 "forecast_url": "http://127.0.0.1:9/v1/forecast"},
+                        graph={"step_timeout": 60.0})
     embedder = HashingEmbedder()
     engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder)

@@ -205,8 +205,9 @@ class Bench:
     async def start(self) -> None:
         for system, streamed in (("saber-stream", True), ("saber-whole", False)):
             settings = Settings(
-                home=self.home / system, llm_base_url=self.server.base_url, llm_api_key="bench", llm_model="oracle",
-                planner_stream=streamed, search_backend="none")
+                home=self.home / system,
+                llm={"base_url": self.server.base_url, "api_key": "bench", "model": "oracle"},
+                planner={"stream": streamed}, search={"backend": "none"})
             self.agents[system] = Agent(settings, tools=tools.TOOLS, builtin=False)
         self.react = react_agent(self.server.base_url)
 

@@ -113,7 +113,7 @@ async def one(server: FakeOpenAIServer, home: Path, rate: float, streamed: bool)
     plan = json.dumps(PLAN, ensure_ascii=False)
     server.queue(planner_reply(plan, rate, streamed),
                  FakeReply(text=ANSWER, chunk_delay=chunk_delay(ANSWER, rate)))
-    settings = Settings(home=home, search_backend="none", planner_stream=streamed)
+    settings = Settings(home=home, search={"backend": "none"}, planner={"stream": streamed})
     async with OpenAIChatModel(server.model, base_url=server.base_url, api_key="k") as model:
         agent = Agent(settings, model=model, tools=[search_web, get_weather, fetch_page, get_time, combine],
                       builtin=False)

@@ -157,8 +157,9 @@ def wrong_place(row: dict[str, Any], answer: str) -> bool:
 
 async def run(rows: list[dict[str, Any]], show: bool) -> int:
     with tempfile.TemporaryDirectory() as home, fake_open_meteo() as geo:
-        settings = Settings(home=Path(home), search_backend="none", weather_geocoding_url=geo.geocoding_url,
-                            weather_forecast_url=geo.forecast_url, tool_timeout=5.0)
+        settings = Settings(home=Path(home), search={"backend": "none"},
+                            weather={"geocoding_url": geo.geocoding_url, "forecast_url": geo.forecast_url},
+                            tools={"timeout": 5.0})
         agent = Agent(settings)
         for doc in sorted((DATA / "docs").glob("*.md")):
             await asyncio.to_thread(agent.services.knowledge.ingest_file, doc)  # type: ignore[union-attr]

@@ -235,7 +235,7 @@ def main() -> None:
         try:
             held = str(args.hold + 60)  # the held model calls are not stalls: a model may think that long
             saber, port = bench.start_saber(tmp, upstream, keys_file, tmp / "saber.log", SABER_LLM_STALL_TIMEOUT=held,
-                                            SABER_LLM_TIMEOUT=held, SABER_REQUEST_DEADLINE=held)
+                                            SABER_LLM_TIMEOUT=held, SABER_AGENT_REQUEST_DEADLINE=held)
             procs.append(saber)
             tally = Tally()
             before = {"rss_mb": bench.rss_mb(saber.pid), "fds": bench.open_fds(saber.pid)}

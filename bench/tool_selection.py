@@ -44,7 +44,7 @@ def _tool(name: str, description: str, params: dict[str, str], required: list[st
 
 
 def all_tools() -> dict[str, Tool]:
-    tools: dict[str, Tool] = {t.name: t for t in builtin_tools(Settings(search_backend="none"))}
+    tools: dict[str, Tool] = {t.name: t for t in builtin_tools(Settings(search={"backend": "none"}))}
     tools.update({t.name: t for t in knowledge_tools(cast(Any, None))})
     for spec in [*MCP_TOOLS, *DISTRACTORS]:
         tools[spec[0]] = _tool(*spec, mcp=True)

@@ -97,7 +97,7 @@ def test_readme_toml_examples_are_valid(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         settings = json.loads(done.stdout)["settings"]
         if "deepseek" in toml:
-            assert settings["llm_model"] == "deepseek-chat" and settings["search_backend"] == "ddgs"
+            assert settings["llm"]["model"] == "deepseek-chat" and settings["search"]["backend"] == "ddgs"
         if "[exec]" in toml:
-            assert settings["exec_enabled"] is True and settings["files_write"] is True
-            assert settings["exec_allow"] == ["ls", "cat", "grep", "rg", "find"]
+            assert settings["exec"]["enabled"] is True and settings["files"]["write"] is True
+            assert settings["exec"]["allow"] == ["ls", "cat", "grep", "rg", "find"]

@@ -36,9 +36,11 @@ QUERIES = ["北京天气和时间", "run the tools, my password is hunter2-x", "
 
 
 def _agent(home: Path, rng: random.Random, seed: int) -> Agent:
-    settings = Settings(home=home, search_backend="none", graph_retry_delay=0.0, graph_max_attempts=2,
-                        graph_step_timeout=0.05, weather_geocoding_url="http://127.0.0.1:9/v1/search",
-                        weather_forecast_url="http://127.0.0.1:9/v1/forecast", max_tool_result_chars=10_000)
+    settings = Settings(home=home, search={"backend": "none"},
+                        graph={"retry_delay": 0.0, "max_attempts": 2, "step_timeout": 0.05,
+                               "max_result_chars": 10_000},
+                        weather={"geocoding_url": "http://127.0.0.1:9/v1/search",
+                                 "forecast_url": "http://127.0.0.1:9/v1/forecast"})
     embedder = HashingEmbedder()
     engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder)

@@ -322,7 +322,7 @@ def test_an_uploads_vectors_that_cannot_be_computed_say_why_under_the_document_a
         [listed] = httpx.get(server.url + "/api/documents").json()
         total = listed["chunks"]
         reason = (f"embedder openai:text-embedding-3-small at {embeddings.base_url}/embeddings answered 401: "
-                  "Incorrect API key provided (check embedding_api_key)")
+                  "Incorrect API key provided (check embedding.api_key)")
         assert listed["vectors"]["state"] == "failing" and listed["vectors"]["error"] == reason
         row = page.locator(f"[data-testid=documents] tr[data-document-id='{listed['id']}']")
         vectors = row.get_by_test_id("vectors")

@@ -65,10 +65,13 @@ LABELS = ("Note:", "注：", "cut", "截断", "Sorry", "抱歉", "deadline", "�
 
 
 def settings(home: Path, server: Any) -> Settings:
-    return Settings(home=home, llm_base_url=server.base_url, llm_model=server.model, llm_timeout=30.0, llm_stall_timeout=15.0,
-                    llm_max_retries=0, llm_max_tokens_planner=160, llm_max_tokens_answer=160, request_deadline=DEADLINE, search_backend="none",
-                    weather_geocoding_url=f"{CLOSED}/v1/search", weather_forecast_url=f"{CLOSED}/v1/forecast",
-                    graph_retry_delay=0.0, graph_max_attempts=1)
+    return Settings(home=home,
+                    llm={"base_url": server.base_url, "model": server.model, "timeout": 30.0,
+                         "stall_timeout": 15.0, "max_retries": 0, "max_tokens_planner": 160,
+                         "max_tokens_answer": 160},
+                    agent={"request_deadline": DEADLINE}, search={"backend": "none"},
+                    weather={"geocoding_url": f"{CLOSED}/v1/search", "forecast_url": f"{CLOSED}/v1/forecast"},
+                    graph={"retry_delay": 0.0, "max_attempts": 1})
 
 
 def copied_values(event: Any, query: str) -> list[str]:

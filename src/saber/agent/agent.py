@@ -144,7 +144,7 @@ class Agent:
         ``ScriptedModel`` in tests, say) is never called behind the caller's back.
         """
         self.settings = settings or Settings.load()
-        if self.settings.database_url and importlib.util.find_spec("psycopg") is None:
+        if self.settings.database.url and importlib.util.find_spec("psycopg") is None:
             raise ValueError("SABER_DATABASE_URL needs the PostgreSQL driver: pip install 'saber[postgres]'")
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self._owns_model = model is None
@@ -162,7 +162,7 @@ class Agent:
             registry.register(t)
         for t in tools:
             registry.register(t)
-        for t in configured_tools(self.settings.tools_modules):  # every process: API nodes and workers
+        for t in configured_tools(self.settings.tools.modules):  # every process: API nodes and workers
             registry.register(t)
         if memory_model is None and self._owns_model and not is_no_model(self.model):
             memory_model = self.model
@@ -230,7 +230,7 @@ class Agent:
         to have that happen when the loop is left (otherwise it happens when the generator is
         garbage-collected).
         """
-        query = check_query(query, max_chars=self.settings.max_query_chars)
+        query = check_query(query, max_chars=self.settings.agent.max_query_chars)
         user_id = check_user_id(user_id)
         selected_tools = check_selected_tools(selected_tools)  # [] means no tool; only None means all
         if mode is not None and mode not in ("chat", "tool", "rag", "react"):
@@ -254,7 +254,7 @@ class Agent:
                 turn.history = given_history
             if self.services.tool_index is not None:
                 await self.services.tool_index.refresh(self.registry.snapshot(), turn.query, turn.tools,
-                                                       above=self.settings.tools_select_above)
+                                                       above=self.settings.tools.select_above)
             await warm_offline(turn.query)  # CLDR's place names, loaded off the loop when needed
             decision = await self._route(turn, options)
             turn.route = decision
@@ -262,7 +262,7 @@ class Agent:
                                   evidence=decision.evidence.to_dict() if decision.evidence else None))
             with approving_with(self.approvals.for_user(turn.user_id)):
                 answer = await within_request(turn, lambda: self._dispatch(turn, decision),
-                                              seconds=self.settings.request_deadline, started=started)
+                                              seconds=self.settings.agent.request_deadline, started=started)
             await self._finalize(turn, answer, remember)
             return answer
 
@@ -294,7 +294,7 @@ class Agent:
             from saber.agent.modes.react import resume_react
 
             with approving_with(self.approvals.for_user(turn.user_id)):
-                answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.request_deadline)
+                answer = await within_request(turn, lambda: resume_react(turn), seconds=self.settings.agent.request_deadline)
             await self._finalize(turn, answer, remember=None)
             return answer
 
@@ -412,7 +412,7 @@ class Agent:
         try:
             await turn.emit(Start(task_id=turn.task_id, query=turn.query, user_id=turn.user_id))
             with knowledge_scope(turn.user_id, isolated=self.settings.has_api_keys):
-                answer = limit_answer(await work(), self.settings.max_answer_chars)
+                answer = limit_answer(await work(), self.settings.agent.max_answer_chars)
         except asyncio.CancelledError:
             interrupted = True
             answer = "".join(turn.streamed)
@@ -581,10 +581,10 @@ def _logged(what: str) -> Iterator[None]:
 
 
 def _checkpoint_store(settings: Settings) -> CheckpointStore:
-    if settings.database_url:
+    if settings.database.url:
         from saber.graph.checkpoint.postgres import PostgresCheckpointStore  # the postgres extra
 
-        return PostgresCheckpointStore(settings.database_url, lease_seconds=settings.graph_checkpoint_lease,
-                                       pool_size=settings.db_pool_size)
-    return SQLiteCheckpointStore(settings.sqlite_path, lease_seconds=settings.graph_checkpoint_lease,
-                                 pool_size=settings.db_pool_size)
+        return PostgresCheckpointStore(settings.database.url, lease_seconds=settings.graph.checkpoint_lease,
+                                       pool_size=settings.database.pool_size)
+    return SQLiteCheckpointStore(settings.sqlite_path, lease_seconds=settings.graph.checkpoint_lease,
+                                 pool_size=settings.database.pool_size)

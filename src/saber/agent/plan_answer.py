@@ -23,7 +23,7 @@ MAX_FILLED_CHARS = 4000
 def usable_template(turn: Turn, run: RunResult) -> str | None:
     """The turn's answer template when this run may be answered with it, else None."""
     report = turn.plan_report
-    if turn.plan_answer is None or not turn.services.settings.planner_answer_template:
+    if turn.plan_answer is None or not turn.services.settings.planner.answer_template:
         return None
     if not run.ok or run.replans or turn.plan_replanned or report.truncated or report.stopped or report.refused:
         return None

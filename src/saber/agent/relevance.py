@@ -255,4 +255,4 @@ def gate_for(engine: RagEngine, min_relevance: float | None = None, cache_path: 
 
 def settings_gate(engine: RagEngine, settings: Settings) -> RelevanceGate:
     """The gate as the settings configure it: ``rag_min_relevance``, calibration kept under ``home``."""
-    return gate_for(engine, settings.rag_min_relevance, settings.home / "relevance.json")
+    return gate_for(engine, settings.rag.min_relevance, settings.home / "relevance.json")

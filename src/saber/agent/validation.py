@@ -22,7 +22,7 @@ def check_query(query: Any, *, max_chars: int) -> str:
         raise ValueError(f"query must be text (str), got {type(query).__name__}")
     if len(query) > max_chars:
         raise ValueError(f"query is {len(query):,} characters, over the limit of {max_chars:,} "
-                         "(setting max_query_chars / SABER_MAX_QUERY_CHARS)")
+                         "(setting agent.max_query_chars / SABER_AGENT_MAX_QUERY_CHARS)")
     _check_encodable("query", query)
     if not query.strip():
         raise ValueError("query must not be empty")
@@ -83,4 +83,4 @@ def limit_answer(answer: str, max_chars: int) -> str:
     if len(answer) <= max_chars:
         return answer
     return (answer[:max_chars] + f"\n[truncated: the answer had {len(answer):,} characters, over the limit of "
-            f"{max_chars:,} (setting max_answer_chars)]")
+            f"{max_chars:,} (setting agent.max_answer_chars)]")

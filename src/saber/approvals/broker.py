@@ -40,8 +40,8 @@ class ApprovalBroker:
     def from_settings(cls, settings: Settings) -> ApprovalBroker:
         from saber.db import open_database
 
-        db = open_database(settings.database_url or settings.sqlite_path, pool_size=settings.db_pool_size)
-        return cls(ApprovalStore(db), timeout=settings.approval_timeout, always_ask=frozenset(settings.approval_tools))
+        db = open_database(settings.database.url or settings.sqlite_path, pool_size=settings.database.pool_size)
+        return cls(ApprovalStore(db), timeout=settings.approval.timeout, always_ask=frozenset(settings.approval.tools))
 
     def close(self) -> None:
         self.store.db.close()
@@ -54,7 +54,7 @@ class ApprovalBroker:
         own = tool.approval_reason(args)
         if own is not None:
             return own
-        return f"{tool.name} is set to ask before it runs (approval_tools)" if tool.name in self.always_ask else None
+        return f"{tool.name} is set to ask before it runs (approval.tools)" if tool.name in self.always_ask else None
 
     async def decide(self, task_id: str, node_id: str, *, approve: bool, by: str, reason: str = "",
                      for_task: bool = False) -> Question | None:

@@ -16,7 +16,7 @@ def _store() -> Any:
     from saber.db import open_database
 
     settings = Settings.load()
-    return ApprovalStore(open_database(settings.database_url or settings.sqlite_path, pool_size=1))
+    return ApprovalStore(open_database(settings.database.url or settings.sqlite_path, pool_size=1))
 
 
 def _answer(task_id: str, node_id: str, *, approve: bool, reason: str, for_task: bool) -> None:

@@ -25,7 +25,7 @@ def _target(url: str | None) -> str:
     except ConfigError as exc:
         _err.print(f"saber: error: {exc}", markup=False)
         raise typer.Exit(2) from None
-    return settings.database_url or str(settings.sqlite_path)
+    return settings.database.url or str(settings.sqlite_path)
 
 
 @db_app.command("upgrade")

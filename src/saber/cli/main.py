@@ -127,10 +127,10 @@ def _read_query(query: str) -> str:
 
 
 def _check_length(settings: Settings, query: str) -> None:
-    """The agent rejects a query over ``max_query_chars`` too; saying so here costs no startup."""
-    limit = getattr(settings, "max_query_chars", None)
+    """The agent rejects a query over ``agent.max_query_chars`` too; saying so here costs no startup."""
+    limit = getattr(getattr(settings, "agent", None), "max_query_chars", None)
     if isinstance(limit, int) and limit > 0 and len(query) > limit:
-        raise CLIError(f"the query is {len(query):,} characters long; the maximum is {limit:,} (max_query_chars)",
+        raise CLIError(f"the query is {len(query):,} characters long; the maximum is {limit:,} (agent.max_query_chars)",
                        EXIT_USAGE)
 
 
@@ -156,7 +156,7 @@ def ask(
         agent = _agent(settings)
         await _warn_mcp(agent)
         await _render(agent, agent.stream(text, user_id=user, mode=mode, selected_tools=selected, use_rag=rag or None),
-                      as_json, model=settings.llm_model)
+                      as_json, model=settings.llm.model)
 
     asyncio.run(run())
 
@@ -310,7 +310,7 @@ def resume(
             if exc.code == EXIT_USAGE:
                 raise
             raise CLIError(f"no resumable task {task_id.strip()!r} (see `saber tasks`)") from None
-        await _render(agent, agent.resume(full), as_json, model=settings.llm_model)  # a finished task, another user's: the agent says why
+        await _render(agent, agent.resume(full), as_json, model=settings.llm.model)  # a finished task, another user's: the agent says why
 
     asyncio.run(run())
 
@@ -375,7 +375,7 @@ def list_tools(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
 
 @app.command("config")
 def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Show the effective settings (secrets masked) and where each comes from: default, file or env."""
+    """Show the effective settings by section (secrets masked) and where each comes from: default, file or env."""
     import json
 
     from saber.cli.sources import setting_sources
@@ -393,9 +393,15 @@ def show_config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON
                     "notes": notes})
         return
     out().print(f"config file: {path}{'' if path.is_file() else ' (not present)'}", markup=False)
-    for key, value in shown.items():
-        out().print(line(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}  ",
-                         (f"({sources.get(key, 'default')})", "dim")))
+    for section, values in shown.items():  # as saber.toml is written: home, then a [table] per section
+        if not isinstance(values, dict):
+            out().print(line(f"{section} = {json.dumps(values, ensure_ascii=False, default=str)}  ",
+                             (f"({sources.get(section, 'default')})", "dim")))
+            continue
+        out().print(f"[{section}]", markup=False)
+        for key, value in values.items():
+            out().print(line(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}  ",
+                             (f"({sources.get(f'{section}.{key}', 'default')})", "dim")))
     for note in notes:
         out().print(line(("note: ", "yellow"), note))
 
@@ -414,6 +420,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from saber.db.oneshot import one_shot
 
     logging.basicConfig(level=logging.ERROR, format="saber: %(levelname)s: %(message)s")
+    logging.getLogger("saber.config").setLevel(logging.WARNING)  # a setting spelled the old way says so
     install_log_redaction()  # no secret from a query or a tool result in any log line
     args = list(argv) if argv is not None else sys.argv[1:]
     try:

@@ -114,7 +114,7 @@ def add(
         )
     except ValidationError as exc:
         raise MCPCommandError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())) from None
-    if any(s.name == name for s in settings.mcp_servers):
+    if any(s.name == name for s in settings.mcp.servers):
         raise MCPCommandError(f"an MCP server named {name!r} is already configured")
     path = config_path(settings.home)
     add_server(path, config)
@@ -129,7 +129,7 @@ def remove(name: Annotated[str, typer.Argument(help="The server to remove.")]) -
     settings = _settings()
     path = config_path(settings.home)
     if not remove_server(path, name):
-        known = ", ".join(s.name for s in settings.mcp_servers) or "none"
+        known = ", ".join(s.name for s in settings.mcp.servers) or "none"
         raise MCPCommandError(f"no MCP server named {name!r} in {path} (configured: {known})")
     out.print(f"removed {name} from {path}", markup=False)
 
@@ -140,11 +140,11 @@ def test(name: Annotated[str, typer.Argument(help="The server to try.")]) -> Non
     from saber.mcp.manager import probe
 
     settings = _settings()
-    config = next((s for s in settings.mcp_servers if s.name == name), None)
+    config = next((s for s in settings.mcp.servers if s.name == name), None)
     if config is None:
-        known = ", ".join(s.name for s in settings.mcp_servers) or "none"
+        known = ", ".join(s.name for s in settings.mcp.servers) or "none"
         raise MCPCommandError(f"no MCP server named {name!r} (configured: {known})")
-    report = asyncio.run(probe(config, startup=settings.mcp_startup_timeout))
+    report = asyncio.run(probe(config, startup=settings.mcp.startup_timeout))
     if not report["ok"]:
         err.print(f"saber: error: MCP server {name} ({config.describe()}): {report['error']}", markup=False)
         raise typer.Exit(1)

@@ -35,7 +35,7 @@ def check(
     except ConfigError as exc:
         _err.print(f"saber: error: {exc}", markup=False)
         raise typer.Exit(2) from None
-    if not settings.llm_model:
+    if not settings.llm.model:
         _err.print(f"saber: error: {NO_MODEL_MESSAGE}", markup=False)
         raise typer.Exit(2)
     report = asyncio.run(_run(settings, timeout))
@@ -52,9 +52,9 @@ async def _run(settings: Settings, probe_seconds: float) -> CheckReport:
     from saber.llm.check import check_endpoint
     from saber.llm.openai_compat import OpenAIChatModel
 
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
-    model = OpenAIChatModel(str(settings.llm_model), base_url=settings.llm_base_url, api_key=key or None,
-                            timeout=min(probe_seconds, settings.llm_timeout))
+    key = settings.llm.api_key.get_secret_value() if settings.llm.api_key is not None else None
+    model = OpenAIChatModel(str(settings.llm.model), base_url=settings.llm.base_url, api_key=key or None,
+                            timeout=min(probe_seconds, settings.llm.timeout))
     async with model:
         return await check_endpoint(model, probe_seconds=probe_seconds)
 
@@ -76,8 +76,8 @@ def render(report: CheckReport, settings: Settings) -> list[str]:
     lines.extend(f"  {what}: {how}" for what, how in report.uses().items())
     limits = limits_from_settings(settings)
     lines.append("  max_tokens: " + ", ".join(f"{p} {limits[p].max_tokens}" for p in PURPOSES)
-                 + f"; {settings.llm_timeout:g}s per call, {settings.request_deadline:g}s per request")
-    if report.tokens_per_second and report.tokens_per_second * settings.llm_timeout < limits["answer"].max_tokens:
+                 + f"; {settings.llm.timeout:g}s per call, {settings.agent.request_deadline:g}s per request")
+    if report.tokens_per_second and report.tokens_per_second * settings.llm.timeout < limits["answer"].max_tokens:
         lines.append(f"  note: at {report.tokens_per_second} tokens/s an answer of {limits['answer'].max_tokens} tokens takes "
-                     f"longer than llm_timeout ({settings.llm_timeout:g}s); long answers will be cut")
+                     f"longer than llm.timeout ({settings.llm.timeout:g}s); long answers will be cut")
     return lines

@@ -166,5 +166,5 @@ def serve_command(
     app = create_app(settings=settings, bound_host=host)
     app.state.with_worker = with_worker
     mode = "API keys" if keys.enabled else "local, no keys"
-    run(app, host=host, port=port, grace=settings.server_shutdown_grace, sock=sock,
+    run(app, host=host, port=port, grace=settings.server.shutdown_grace, sock=sock,
         on_ready=lambda: typer.echo(f"saber: serving on http://{host}:{port} ({mode})", err=True))

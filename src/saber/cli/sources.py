@@ -8,19 +8,15 @@ Source = Literal["env", "file", "default"]
 
 
 def setting_sources(settings: Any) -> dict[str, Source]:
-    """For every field of ``settings`` (a loaded ``Settings``): the layer that set it, highest first."""
-    from saber.config import config_path, env_values, read_toml
+    """For every setting of ``settings`` (a loaded ``Settings``), by its dotted name (``home``,
+    ``llm.model``): the layer that set it, highest first."""
+    from saber.config.names import SECTIONS, section_keys
+    from saber.config.sources import env_layer, file_layer
 
-    fields = list(type(settings).model_fields)
-    env = set(env_values())  # as the settings read them: a blank structured variable counts as unset
-    path = config_path(settings.home)
-    in_file = set(read_toml(path, set(fields))) if path.is_file() else set()
+    env = set(env_layer()[0])  # as the settings read them: a blank structured variable counts as unset
+    in_file = set(file_layer(settings.home)[0])
+    keys = [("home",)] + [(section, key) for section in SECTIONS for key in section_keys(section)]
     out: dict[str, Source] = {}
-    for name in fields:
-        if name in env:
-            out[name] = "env"
-        elif name in in_file:
-            out[name] = "file"
-        else:
-            out[name] = "default"
+    for key in keys:
+        out[".".join(key)] = "env" if key in env else "file" if key in in_file else "default"
     return out

@@ -33,8 +33,8 @@ def worker_command(
 
     logging.getLogger("saber").setLevel(logging.WARNING)  # a worker's operator sees its warnings
     settings = Settings.load()
-    if not (settings.database_url and settings.redis_url):
-        raise UsageError("saber worker needs the distributed mode: set database_url (PostgreSQL) and redis_url "
+    if not (settings.database.url and settings.redis.url):
+        raise UsageError("saber worker needs the distributed mode: set database.url (PostgreSQL) and redis.url "
                           "(SABER_DATABASE_URL, SABER_REDIS_URL)")
     if metrics_port is not None:
         from prometheus_client import start_http_server

@@ -47,7 +47,7 @@ class QueuedRuns:
 
     def __init__(self, agent: Agent, queue: RunQueue, redis: Redis, settings: Settings) -> None:
         self.agent, self.queue, self.redis, self.settings = agent, queue, redis, settings
-        self.prefix = settings.cluster_redis_prefix
+        self.prefix = settings.cluster.redis_prefix
 
     def _log(self, task_id: str, floor: int = 0) -> RedisEventLog:
         return RedisEventLog(self.redis, self.prefix, task_id, floor=floor)
@@ -83,8 +83,8 @@ class QueuedRuns:
 
     async def _announce(self, run: TaskRun, after: int, query: str) -> None:
         """Write the run's ``start`` (the event after ``after``) unless a worker that took the run wrote it first."""
-        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl, seq=after)
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster.events_maxlen,
+                              ttl=self.settings.cluster.events_ttl, seq=after)
         with contextlib.suppress(StreamTakenOver):
             await writer.append("start", Start(task_id=run.task_id, query=query, user_id=run.user_id).data)
 
@@ -147,8 +147,8 @@ class QueuedRuns:
         return True
 
     async def _end_waiting(self, run: TaskRun) -> None:
-        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl)
+        writer = StreamWriter(self.redis, self.prefix, run.task_id, maxlen=self.settings.cluster.events_maxlen,
+                              ttl=self.settings.cluster.events_ttl)
         await writer.open()
         if writer.ended and writer.seq > 0:
             return
@@ -189,7 +189,7 @@ def _check(agent: Agent, settings: Settings, run: TaskRun, request: RunRequest) 
         check_task_id(run.task_id)
         check_user_id(run.user_id)
         if run.kind != "resume":
-            query = check_query(request.message, max_chars=settings.max_query_chars)
+            query = check_query(request.message, max_chars=settings.agent.max_query_chars)
         selected = check_selected_tools(request.selected_tools)
         if selected is not None:
             agent.registry.filter(selected)
@@ -202,4 +202,4 @@ def queued_run_manager(agent: Agent, queue: RunQueue, redis: Redis, settings: Se
     """The API node's run manager in the distributed mode: the one ``RunManager``, on ``QueuedRuns``.
     No per-node limit of running requests: the queue counts a user's requests across nodes."""
     return RunManager(QueuedRuns(agent, queue, redis, settings), max_running_per_user=None,
-                      keep_finished=settings.server_keep_finished)
+                      keep_finished=settings.server.keep_finished)

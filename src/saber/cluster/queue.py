@@ -83,7 +83,7 @@ class RunQueue:
     def __init__(self, db: Database, *, lease_seconds: float, max_running_per_user: int,
                  max_waiting_per_user: int = 1000) -> None:
         if db.dialect != "postgresql":
-            raise ValueError("the run queue needs PostgreSQL (database_url): the SQLite default runs requests in-process")
+            raise ValueError("the run queue needs PostgreSQL (database.url): the SQLite default runs requests in-process")
         self.db = db
         self.lease_seconds = lease_seconds
         self.max_running_per_user = max_running_per_user

@@ -27,11 +27,11 @@ def queue_statuses(settings: Settings, task_ids: list[str]) -> dict[str, str]:
     outside the distributed mode."""
     from saber.cluster.signals import distributed
 
-    if not task_ids or not distributed(settings) or not str(settings.database_url).startswith("postgres"):
+    if not task_ids or not distributed(settings) or not str(settings.database.url).startswith("postgres"):
         return {}
-    db = open_database(str(settings.database_url), pool_size=1)
+    db = open_database(str(settings.database.url), pool_size=1)
     try:
-        return RunQueue(db, lease_seconds=settings.cluster_lease, max_running_per_user=1).statuses(task_ids)
+        return RunQueue(db, lease_seconds=settings.cluster.lease, max_running_per_user=1).statuses(task_ids)
     finally:
         db.close()
 
@@ -46,16 +46,16 @@ class Cluster:
     @classmethod
     async def open(cls, settings: Settings) -> Cluster:
         """Reach PostgreSQL (migrating it) and Redis; a ConfigError says which one failed."""
-        if not settings.database_url:
-            raise ValueError("the distributed mode needs database_url (SABER_DATABASE_URL)")
+        if not settings.database.url:
+            raise ValueError("the distributed mode needs database.url (SABER_DATABASE_URL)")
         tracing.setup(settings)
-        db = await asyncio.to_thread(open_database, settings.database_url, pool_size=settings.db_pool_size)
+        db = await asyncio.to_thread(open_database, settings.database.url, pool_size=settings.database.pool_size)
         redis = open_redis(settings)
         try:
             await check_redis(redis, settings)
-            queue = RunQueue(db, lease_seconds=settings.cluster_lease,
-                             max_running_per_user=settings.server_max_running_per_user,
-                             max_waiting_per_user=settings.cluster_max_waiting_per_user)
+            queue = RunQueue(db, lease_seconds=settings.cluster.lease,
+                             max_running_per_user=settings.server.max_running_per_user,
+                             max_waiting_per_user=settings.cluster.max_waiting_per_user)
         except BaseException:
             await redis.aclose()
             db.close()

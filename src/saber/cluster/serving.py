@@ -40,7 +40,7 @@ async def start_cluster(agent: Agent, settings: Settings, *, with_worker: int = 
 
     if not distributed(settings):
         if with_worker:
-            raise ValueError("--with-worker needs the distributed mode: set database_url and redis_url")
+            raise ValueError("--with-worker needs the distributed mode: set database.url and redis.url")
         return None
     from saber.cluster.runtime import Cluster
 

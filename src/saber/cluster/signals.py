@@ -32,16 +32,16 @@ async def request_cancel(redis: Redis, prefix: str, task_id: str) -> None:
 
 def distributed(settings: Settings) -> bool:
     """Both a database URL and a Redis URL: API nodes enqueue, workers run."""
-    return bool(settings.database_url and settings.redis_url)
+    return bool(settings.database.url and settings.redis.url)
 
 
 def open_redis(settings: Settings) -> Redis:
-    if not settings.redis_url:
-        raise ConfigError("the distributed mode needs redis_url (SABER_REDIS_URL)")
+    if not settings.redis.url:
+        raise ConfigError("the distributed mode needs redis.url (SABER_REDIS_URL)")
     try:
-        return Redis.from_url(settings.redis_url, socket_connect_timeout=5, health_check_interval=30)
+        return Redis.from_url(settings.redis.url, socket_connect_timeout=5, health_check_interval=30)
     except ValueError as exc:
-        raise ConfigError(f"redis_url: {exc}") from None
+        raise ConfigError(f"redis.url: {exc}") from None
 
 
 async def check_redis(redis: Redis, settings: Settings) -> None:
@@ -53,4 +53,4 @@ async def check_redis(redis: Redis, settings: Settings) -> None:
     try:
         await redis.ping()
     except (RedisError, OSError) as exc:
-        raise ConfigError(f"cannot reach Redis at {mask_url(str(settings.redis_url))}: {exc}") from None
+        raise ConfigError(f"cannot reach Redis at {mask_url(str(settings.redis.url))}: {exc}") from None

@@ -68,7 +68,7 @@ class Worker:
         self.agent, self.queue, self.redis, self.settings = agent, queue, redis, settings
         self.concurrency = concurrency
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.prefix = settings.cluster_redis_prefix
+        self.prefix = settings.cluster.redis_prefix
         self.stats = WorkerStats()
         self._runs: dict[str, _Running] = {}
         self._wake = asyncio.Event()
@@ -135,7 +135,7 @@ class Worker:
         tasks = [r.task for r in self._runs.values() if r.task is not None]
         if not tasks:
             return
-        _, pending = await asyncio.wait(tasks, timeout=self.settings.cluster_worker_grace)
+        _, pending = await asyncio.wait(tasks, timeout=self.settings.cluster.worker_grace)
         if not pending:
             return
         log.warning("handing %d run(s) back to the queue", len(pending))
@@ -211,8 +211,8 @@ class Worker:
 
     async def _execute(self, running: _Running) -> None:
         claim = running.claim
-        writer = StreamWriter(self.redis, self.prefix, claim.task_id, maxlen=self.settings.cluster_events_maxlen,
-                              ttl=self.settings.cluster_events_ttl, patience=OUTAGE_SECONDS)
+        writer = StreamWriter(self.redis, self.prefix, claim.task_id, maxlen=self.settings.cluster.events_maxlen,
+                              ttl=self.settings.cluster.events_ttl, patience=OUTAGE_SECONDS)
         # patience: while Redis is down the run goes on and its events wait (in order) to be written
         metrics.RUNS_RUNNING.inc()
         try:

@@ -1,11 +1,13 @@
 """``GraphConfig``: how a task graph is run (parallelism, attempts, timeouts, races, replans).
 
-The one set of defaults for the graph runtime: ``Settings``' ``graph_*`` fields take theirs from
-here, and ``GraphConfig.from_settings`` is the one mapping between the two. Every duration is in
-seconds.
+It is the ``[graph]`` section of the settings itself: ``Settings.graph`` is a ``GraphConfig``
+(read from ``saber.toml``'s ``[graph]`` table and ``SABER_GRAPH_*`` variables, validated by
+pydantic with the constraints annotated on each field), so there is one definition of every graph
+setting and its default. Built by hand (``GraphConfig(max_parallel=3)``) it is a plain frozen
+dataclass, checked by ``_check``. Every duration is in seconds.
 
-It lives with the settings (the graph section of them), below the runtime that reads it, so
-``Settings`` can take its defaults without importing the graph package.
+It lives with the settings, below the runtime that reads it, so ``Settings`` does not import the
+graph package.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import dataclasses
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
 
 if TYPE_CHECKING:
     from saber.config import Settings
@@ -31,40 +35,49 @@ class GraphConfig:
     """How ``GraphRuntime`` runs a graph: parallelism, attempts and backoff, timeouts, races,
     replanning and the size of a node's result. Frozen; durations in seconds.
 
-    ``GraphConfig.from_settings(settings)`` builds the one an ``Agent`` uses; a default
-    ``GraphConfig()`` has the same values as a default ``Settings()``.
+    ``settings.graph`` is the one an ``Agent`` uses; a default ``GraphConfig()`` is a default
+    ``Settings().graph``.
     """
 
-    max_parallel: int = 8
+    __pydantic_config__ = ConfigDict(extra="forbid", allow_inf_nan=False)
+    """How pydantic reads the section from the settings file and variables (unknown keys refused)."""
+
+    max_parallel: Annotated[int, Field(ge=1)] = 8
     """Upper bound on tool / sub-agent attempts executing at once, races included."""
-    max_attempts: int = 3
+    max_attempts: Annotated[int, Field(ge=1)] = 3
     """Total attempts per node, the first one included (3 = one try and up to two retries)."""
-    retry_delay: float = 0.2
+    retry_delay: Annotated[float, Field(ge=0)] = 0.2
     """Seconds of backoff before the second attempt; doubled for each further one."""
-    retry_max_delay: float = 5.0
+    retry_max_delay: Annotated[float, Field(ge=0)] = 5.0
     """Upper bound, in seconds, of one backoff."""
-    retry_jitter: float = 0.5
+    retry_jitter: Annotated[float, Field(ge=0, le=1)] = 0.5
     """Fraction of the backoff drawn at random (0 = none, 0.5 = delay x [0.5, 1.0])."""
-    step_timeout: float = 30.0
+    step_timeout: Annotated[float, Field(ge=0)] = 30.0
     """Seconds one attempt of a tool call may take (0 = no limit)."""
-    sub_agent_timeout: float = 300.0
+    sub_agent_timeout: Annotated[float, Field(ge=0)] = 300.0
     """Seconds one attempt of a sub-agent may take: they call models and tools themselves."""
     enable_racing: bool = True
     """False runs the members of a race group as plain parallel nodes."""
-    race_timeout: float = 30.0
+    race_timeout: Annotated[float, Field(ge=0)] = 30.0
     """Seconds a whole race group may take, counted from its start (0 = no limit)."""
-    hedge: float | None = None
+    hedge: Annotated[float | None, Field(ge=0)] = None
     """Hedging: start each further racer only if none has answered within this many seconds
     (a racer failing starts the next one at once). None starts all racers together."""
     on_failure: FailurePolicy = "skip"
     """skip: dependents of a failed node are skipped ("n1 failed: ...");
     continue: they run, and receive ``{"error": ..., "status": "failed"}`` as that input."""
-    max_replan: int = 2
+    max_replan: Annotated[int, Field(ge=0)] = 2
     """How many replans the replanning hook (``GraphRuntime(replanner=...)``) may make during one
     task; 0 turns replanning off. Without a hook nothing is replanned (the Agent gives one when it
     has a model); a hook that declines (returns None) spends nothing."""
-    max_result_chars: int = 200_000
-    """A node's result, JSON-encoded, is cut to this many characters (with a note saying so)."""
+    max_result_chars: Annotated[int, Field(ge=1)] = 200_000
+    """A node's result, JSON-encoded, is cut to this many characters (with a note saying so); the
+    flat setting ``max_tool_result_chars`` before the sections."""
+    replan_max_nodes: Annotated[int, Field(ge=1)] = 3
+    """Nodes one replan may add."""
+    checkpoint_lease: Annotated[float, Field(gt=0)] = 15.0
+    """Seconds a running task stays claimed by its process without a heartbeat; after that (or at
+    once, when the owner is a dead process on this host) another process may resume it."""
 
     if TYPE_CHECKING:  # what type checkers see: the fields as keyword-only parameters
         def __init__(
@@ -72,7 +85,7 @@ class GraphConfig:
             retry_max_delay: float = ..., retry_jitter: float = ..., step_timeout: float = ...,
             sub_agent_timeout: float = ..., enable_racing: bool = ..., race_timeout: float = ...,
             hedge: float | None = ..., on_failure: FailurePolicy = ..., max_replan: int = ...,
-            max_result_chars: int = ...,
+            max_result_chars: int = ..., replan_max_nodes: int = ..., checkpoint_lease: float = ...,
         ) -> None: ...
     else:
         def __init__(self, **values: Any) -> None:
@@ -104,6 +117,10 @@ class GraphConfig:
             raise ValueError(f"hedge must not be negative (seconds), got {self.hedge}")
         if self.max_result_chars < 1:
             raise ValueError(f"max_result_chars must be at least 1, got {self.max_result_chars}")
+        if self.replan_max_nodes < 1:
+            raise ValueError(f"replan_max_nodes must be at least 1, got {self.replan_max_nodes}")
+        if not self.checkpoint_lease > 0:
+            raise ValueError(f"checkpoint_lease must be more than 0 (seconds), got {self.checkpoint_lease}")
         if self.on_failure not in ("skip", "continue"):
             raise ValueError(f"on_failure must be 'skip' or 'continue', got {self.on_failure!r}")
 
@@ -136,22 +153,8 @@ class GraphConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> GraphConfig:
-        """The graph settings of ``settings`` (its ``graph_*`` fields), then ``overrides``."""
-        values: dict[str, Any] = {
-            "max_parallel": settings.graph_max_parallel,
-            "max_attempts": settings.graph_max_attempts,
-            "retry_delay": settings.graph_retry_delay,
-            "step_timeout": settings.graph_step_timeout,
-            "sub_agent_timeout": settings.graph_sub_agent_timeout,
-            "enable_racing": settings.graph_enable_racing,
-            "race_timeout": settings.graph_race_timeout,
-            "hedge": settings.graph_hedge,
-            "on_failure": settings.graph_on_failure,
-            "max_replan": settings.graph_max_replan,
-            "max_result_chars": settings.max_tool_result_chars,
-        }
-        values.update(overrides)
-        return cls(**values)
+        """``settings.graph`` (the graph section of the settings), with ``overrides`` applied."""
+        return dataclasses.replace(settings.graph, **overrides) if overrides else settings.graph
 
 
 def _upgrade(values: dict[str, Any], *, warn: bool) -> dict[str, Any]:
@@ -174,6 +177,3 @@ def _upgrade(values: dict[str, Any], *, warn: bool) -> dict[str, Any]:
                       DeprecationWarning, stacklevel=3)
     return out
 
-
-GRAPH_DEFAULTS = GraphConfig()
-"""The defaults, for ``Settings`` to take its ``graph_*`` defaults from."""

@@ -4,7 +4,7 @@ The knowledge base, memory and checkpoints open the same target (the SQLite file
 ``SABER_HOME`` or the ``database_url``) and get the same ``Database``: they share its engine's
 pool. Opening one also brings its schema to the newest migration (see ``saber.db.migrate``).
 
-Both databases run on a SQLAlchemy 2 engine and its pool (``QueuePool``: ``db_pool_size``
+Both databases run on a SQLAlchemy 2 engine and its pool (``QueuePool``: ``database.pool_size``
 connections kept, as many again opened for bursts, a 30 s wait when all are busy). A SQLite file
 gets ``pool_pre_ping`` off (nothing can drop a file's connection) and its pragmas on every new
 connection; ``:memory:`` is one connection (``StaticPool``, as SQLAlchemy's SQLite notes advise
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 DEFAULT_POOL_SIZE = 5
-"""Connections a process keeps open per database (the ``db_pool_size`` setting: the engine's
+"""Connections a process keeps open per database (the ``database.pool_size`` setting: the engine's
 ``pool_size``); as many again may be opened for bursts (its ``max_overflow``)."""
 
 POOL_TIMEOUT = 30.0
@@ -342,7 +342,7 @@ def _pool_timeout(db: Database, error: Exception) -> PoolTimeout | None:
     if not isinstance(error, exc.TimeoutError):
         return None
     return PoolTimeout(f"no connection to the database {db.display} came free in {db.pool_timeout:g} s: all "
-                       f"{2 * db.pool_size} are in use (db_pool_size {db.pool_size}, as many again for bursts)")
+                       f"{2 * db.pool_size} are in use (database.pool_size {db.pool_size}, as many again for bursts)")
 
 
 def _idle(conn: Any, dialect: Dialect) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-TRUNCATED_NOTE = "[truncated: the result had {size} characters, over the limit of {limit:,} (max_tool_result_chars)]"
+TRUNCATED_NOTE = "[truncated: the result had {size} characters, over the limit of {limit:,} (graph.max_result_chars)]"
 
 _WALK_BUDGET = 5_000
 """Items a structured result may have and still be made safe on the event loop (bigger: a thread)."""

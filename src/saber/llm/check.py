@@ -52,7 +52,7 @@ class CheckReport:
         tools = self.probes.get("tool_calls")
         schema = self.probes.get("json_schema")
         return {
-            "plans": "response_format json_schema (set llm_structured_output = true)" if schema and schema.ok
+            "plans": "response_format json_schema (set [llm] structured_output = true)" if schema and schema.ok
             else "JSON in the prompt, parsed and repaired (the rule planner when it is unusable)",
             "tool arguments": "native tool calls" if tools and tools.ok else "tool calls written as text, parsed",
             "answers": "streamed" if (s := self.probes.get("streaming")) and s.ok else "one completion",

@@ -17,18 +17,18 @@ def model_from_settings(settings: Settings) -> ChatModel:
 
     ``llm_max_retries`` counts retries after the first attempt.
     """
-    if not settings.llm_model:
+    if not settings.llm.model:
         return NoModel()
     # the openai client (a large import) loads only when a model is configured
     from saber.llm.openai_compat import OpenAIChatModel
 
-    api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
+    api_key = settings.llm.api_key.get_secret_value() if settings.llm.api_key is not None else None
     model = OpenAIChatModel(
-        settings.llm_model,
-        base_url=settings.llm_base_url,
+        settings.llm.model,
+        base_url=settings.llm.base_url,
         api_key=api_key or None,
-        temperature=settings.llm_temperature,
-        timeout=settings.llm_timeout,
-        structured=settings.llm_structured_form,
+        temperature=settings.llm.temperature,
+        timeout=settings.llm.timeout,
+        structured=settings.llm.structured_form,
     )
-    return RetryingModel(model, max_attempts=max(0, settings.llm_max_retries) + 1)
+    return RetryingModel(model, max_attempts=max(0, settings.llm.max_retries) + 1)

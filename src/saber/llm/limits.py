@@ -51,12 +51,12 @@ class GenerationLimits:
 
 
 def limits_from_settings(settings: Settings) -> dict[Purpose, GenerationLimits]:
-    """The limits for each purpose: ``llm_max_tokens_<purpose>``, ``llm_timeout``, ``llm_stall_timeout``."""
+    """The limits for each purpose: ``llm.max_tokens_<purpose>``, ``llm.timeout``, ``llm.stall_timeout``."""
     return {
         purpose: GenerationLimits(
-            max_tokens=int(getattr(settings, f"llm_max_tokens_{purpose}", DEFAULT_MAX_TOKENS[purpose])),
-            timeout=settings.llm_timeout,
-            stall=float(getattr(settings, "llm_stall_timeout", 30.0)),
+            max_tokens=int(getattr(settings.llm, f"max_tokens_{purpose}", DEFAULT_MAX_TOKENS[purpose])),
+            timeout=settings.llm.timeout,
+            stall=settings.llm.stall_timeout,
         )
         for purpose in PURPOSES
     }

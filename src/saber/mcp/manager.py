@@ -62,7 +62,7 @@ class MCPManager:
 
     @classmethod
     def from_settings(cls, settings: Any, registry: ToolRegistry) -> MCPManager:
-        return cls(registry, settings.mcp_servers, startup_timeout=settings.mcp_startup_timeout)
+        return cls(registry, settings.mcp.servers, startup_timeout=settings.mcp.startup_timeout)
 
     def on_tools_changed(self, listener: ToolsChanged) -> None:
         """Call ``listener()`` after every change of the MCP tools in the registry (the tool index)."""

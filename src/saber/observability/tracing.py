@@ -48,7 +48,7 @@ def enable(provider: Any = None) -> None:
 
 def setup(settings: Settings) -> None:
     """``otel_endpoint`` set: export spans over OTLP/HTTP to it (needs ``pip install 'saber[otel]'``)."""
-    endpoint = settings.otel_endpoint
+    endpoint = settings.otel.endpoint
     if not endpoint or _enabled:
         return
     try:
@@ -57,7 +57,7 @@ def setup(settings: Settings) -> None:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
-        raise ConfigError("otel_endpoint is set but the OpenTelemetry SDK is not installed: "
+        raise ConfigError("otel.endpoint is set but the OpenTelemetry SDK is not installed: "
                           "pip install 'saber[otel]'") from None
     global _exporting
 
@@ -78,7 +78,7 @@ def setup(settings: Settings) -> None:
             return result
 
     url = endpoint.rstrip("/") + "/v1/traces"
-    provider = TracerProvider(resource=Resource.create({"service.name": settings.otel_service_name}))
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.otel.service_name}))
     provider.add_span_processor(BatchSpanProcessor(ReportingExporter(endpoint=url, timeout=3)))
     enable(provider)
     _exporting = provider

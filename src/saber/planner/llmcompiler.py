@@ -41,7 +41,7 @@ def parse_llmcompiler(text: str, tools: Mapping[str, Tool], warnings: list[str],
         if name == "join":
             break
         if max_steps is not None and len(nodes) >= max_steps:
-            warnings.append(f"the numbered plan has more than {max_steps} steps, over the limit (planner_max_nodes); "
+            warnings.append(f"the numbered plan has more than {max_steps} steps, over the limit (planner.max_nodes); "
                             f"kept the first {max_steps}")
             break
         call = _call_args(arg_text)

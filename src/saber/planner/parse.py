@@ -158,7 +158,7 @@ def _key(raw: list[RawNode]) -> str:
 
 
 def _capped(candidate: _Candidate, max_nodes: int) -> _Candidate:
-    note = (f"the plan has {len(candidate.raw)} nodes, over the limit of {max_nodes} (planner_max_nodes); "
+    note = (f"the plan has {len(candidate.raw)} nodes, over the limit of {max_nodes} (planner.max_nodes); "
             f"kept the first {max_nodes}")
     over = len(candidate.raw) - max_nodes
     return replace(candidate, raw=candidate.raw[:max_nodes], notes=(*candidate.notes, note),

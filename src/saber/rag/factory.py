@@ -13,16 +13,16 @@ from saber.rag.store import open_store
 def embedder_from_settings(settings: Settings, recorded: str | None = None) -> Embedder:
     """The embedder ``settings`` ask for: a bundled model, or an OpenAI-compatible endpoint.
     ``recorded``: the embedder a knowledge base was indexed with, which ``auto`` keeps."""
-    if settings.embedding_provider == "openai":
+    if settings.embedding.provider == "openai":
         from saber.rag.openai_embedder import OpenAIEmbedder
 
-        if not settings.embedding_base_url:
-            raise ValueError("embedding_provider is 'openai' but embedding_base_url is not set")
-        key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
-        return OpenAIEmbedder(base_url=settings.embedding_base_url, model=settings.embedding_model, api_key=key,
-                              dim=settings.embedding_dim, batch_size=settings.embedding_batch_size,
-                              timeout=settings.llm_timeout)
-    choice = settings.embedding_local_model
+        if not settings.embedding.base_url:
+            raise ValueError("embedding.provider is 'openai' but embedding.base_url is not set")
+        key = settings.embedding.api_key.get_secret_value() if settings.embedding.api_key else None
+        return OpenAIEmbedder(base_url=settings.embedding.base_url, model=settings.embedding.model, api_key=key,
+                              dim=settings.embedding.dim, batch_size=settings.embedding.batch_size,
+                              timeout=settings.llm.timeout)
+    choice = settings.embedding.local_model
     if choice == "auto":
         choice = "multilingual-e5-small" if recorded == LocalE5Embedder.name else "use-multilingual-v3"
     return LOCAL_EMBEDDERS[choice]()
@@ -31,10 +31,10 @@ def embedder_from_settings(settings: Settings, recorded: str | None = None) -> E
 def engine_from_settings(settings: Settings | None = None) -> RagEngine:
     """SQLite at ``$SABER_HOME/saber.db`` unless ``database_url`` names PostgreSQL."""
     s = settings or Settings.load()
-    store = open_store(s.database_url, str(s.sqlite_path), pool_size=s.db_pool_size)
-    chunking = ChunkingConfig(child_size=s.rag_child_size, child_overlap=s.rag_child_overlap,
-                              parent_size=s.rag_parent_size, parent_overlap=s.rag_parent_overlap)
-    recorded = store.recorded_embedder() if s.embedding_provider == "local" else None
-    return RagEngine(store, embedder_from_settings(s, recorded), chunking=chunking, max_file_mb=s.rag_max_file_mb,
-                     read_limits=ReadLimits.from_mb(max_inflated_mb=s.rag_max_inflated_mb, max_ratio=s.rag_max_ratio,
-                                                    max_text_chars=s.rag_max_text_chars))
+    store = open_store(s.database.url, str(s.sqlite_path), pool_size=s.database.pool_size)
+    chunking = ChunkingConfig(child_size=s.rag.child_size, child_overlap=s.rag.child_overlap,
+                              parent_size=s.rag.parent_size, parent_overlap=s.rag.parent_overlap)
+    recorded = store.recorded_embedder() if s.embedding.provider == "local" else None
+    return RagEngine(store, embedder_from_settings(s, recorded), chunking=chunking, max_file_mb=s.rag.max_file_mb,
+                     read_limits=ReadLimits.from_mb(max_inflated_mb=s.rag.max_inflated_mb, max_ratio=s.rag.max_ratio,
+                                                    max_text_chars=s.rag.max_text_chars))

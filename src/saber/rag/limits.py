@@ -1,7 +1,7 @@
 """What reading one file may use: inflated bytes, compression ratio and extracted text, enforced
 while the file is read, and a cancel signal the reader checks between steps.
 
-A 1.9 MB .docx can inflate to gigabytes, so the size of the file on disk (``rag_max_file_mb``) says
+A 1.9 MB .docx can inflate to gigabytes, so the size of the file on disk (``rag.max_file_mb``) says
 little about the cost of reading it. ``Budget`` counts what a loader inflates and extracts as it
 goes and raises ``LimitExceeded`` (naming the setting) the moment a limit is passed, before the
 bytes past it are made; ``IngestCancelled`` when the caller set ``cancel`` (its client went away).
@@ -18,7 +18,7 @@ MB = 1024 * 1024
 
 
 class LimitExceeded(FileTooLarge):
-    """Reading a file went past one of the ``rag_max_*`` limits; ``setting`` names it."""
+    """Reading a file went past one of the ``rag.max_*`` limits; ``setting`` names it."""
 
     def __init__(self, message: str, *, setting: str) -> None:
         super().__init__(message)
@@ -32,11 +32,11 @@ class IngestCancelled(RagError):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReadLimits:
     max_inflated_bytes: int = 100 * MB
-    """Bytes a file may inflate to in all (zip members read, PDF content streams): ``rag_max_inflated_mb``."""
+    """Bytes a file may inflate to in all (zip members read, PDF content streams): ``rag.max_inflated_mb``."""
     max_ratio: float = 100.0
-    """Inflated bytes per compressed byte of one zip member or PDF stream: ``rag_max_ratio``."""
+    """Inflated bytes per compressed byte of one zip member or PDF stream: ``rag.max_ratio``."""
     max_text_chars: int = 5_000_000
-    """Characters of text one file may yield: ``rag_max_text_chars``."""
+    """Characters of text one file may yield: ``rag.max_text_chars``."""
     ratio_floor_bytes: int = 1 * MB
     """A part that inflates to less than this is not held to ``max_ratio`` (a small, very regular
     XML part can compress 200:1 and costs nothing to read)."""
@@ -48,8 +48,8 @@ class ReadLimits:
     def stream_limit(self, compressed: int) -> tuple[int, str]:
         """The most one stream of ``compressed`` bytes may inflate to, and the setting that sets it."""
         by_ratio = max(int(compressed * self.max_ratio), self.ratio_floor_bytes)
-        return (by_ratio, "rag_max_ratio") if by_ratio < self.max_inflated_bytes else (
-            self.max_inflated_bytes, "rag_max_inflated_mb")
+        return (by_ratio, "rag.max_ratio") if by_ratio < self.max_inflated_bytes else (
+            self.max_inflated_bytes, "rag.max_inflated_mb")
 
 
 class Budget:
@@ -87,15 +87,15 @@ class Budget:
         if size > self.limits.ratio_floor_bytes and size > compressed * self.limits.max_ratio:
             raise LimitExceeded(
                 f"{self.name}: {part} inflates {size / max(compressed, 1):,.0f}:1 ({size / MB:,.1f} MB from "
-                f"{compressed / 1024:,.1f} KB), over the {self.limits.max_ratio:g}:1 limit (rag_max_ratio): "
-                "a decompression bomb?", setting="rag_max_ratio")
+                f"{compressed / 1024:,.1f} KB), over the {self.limits.max_ratio:g}:1 limit (rag.max_ratio): "
+                "a decompression bomb?", setting="rag.max_ratio")
 
     def too_large(self, part: str, total: int, *, declared: bool = False) -> LimitExceeded:
         how = "would inflate" if declared else "inflates"
         return LimitExceeded(
             f"{self.name}: {how} to {total / MB:,.1f} MB (at {part}), over the "
-            f"{self.limits.max_inflated_bytes / MB:g} MB limit (rag_max_inflated_mb): a decompression bomb?",
-            setting="rag_max_inflated_mb")
+            f"{self.limits.max_inflated_bytes / MB:g} MB limit (rag.max_inflated_mb): a decompression bomb?",
+            setting="rag.max_inflated_mb")
 
     def extracted(self, n: int) -> None:
         """``n`` more characters of text extracted."""
@@ -104,4 +104,4 @@ class Budget:
         if self.text > self.limits.max_text_chars:
             raise LimitExceeded(
                 f"{self.name}: more than {self.limits.max_text_chars:,} characters of text, over the limit "
-                "(rag_max_text_chars)", setting="rag_max_text_chars")
+                "(rag.max_text_chars)", setting="rag.max_text_chars")

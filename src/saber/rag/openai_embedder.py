@@ -82,7 +82,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"{where} unreachable: {self._hide(connection_reason(exc))}", retryable=True) from None
         if response.status_code >= 400:
             status = response.status_code
-            hint = " (check embedding_api_key)" if status in (401, 403) else ""
+            hint = " (check embedding.api_key)" if status in (401, 403) else ""
             raise EmbeddingError(f"{where} answered {status}: {self._hide(_detail(response))}{hint}",
                                  retryable=status == 429 or status >= 500)
         try:

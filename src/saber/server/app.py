@@ -58,13 +58,13 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None, *, 
             app.state.startup_error = f"{type(exc).__name__}: {exc}"
             raise
         runs = cluster.runs if cluster is not None else RunManager(
-            LocalRuns(built), max_running_per_user=settings.server_max_running_per_user,
-            keep_finished=settings.server_keep_finished)
+            LocalRuns(built), max_running_per_user=settings.server.max_running_per_user,
+            keep_finished=settings.server.keep_finished)
         app.state.agent, app.state.runs = built, runs
         try:
             yield
         finally:
-            await runs.shutdown(settings.server_shutdown_grace)
+            await runs.shutdown(settings.server.shutdown_grace)
             if cluster is not None:
                 await cluster.stop()
             if agent is None:
@@ -78,13 +78,13 @@ def create_app(agent: Agent | None = None, settings: Settings | None = None, *, 
     app.state.settings, app.state.keys, app.state.agent, app.state.startup_error = settings, keys, None, None
     app.state.with_worker = 0  # distributed mode: slots of a worker in this process (saber serve --with-worker)
     install_error_handlers(app)
-    upload_limit = int(MAX_FILES * settings.rag_max_file_mb * 1048576) + 1048576
+    upload_limit = int(MAX_FILES * settings.rag.max_file_mb * 1048576) + 1048576
 
     def limit_for(path: str) -> int:
-        return upload_limit if path.rstrip("/") == "/api/documents" else settings.server_max_body_bytes
+        return upload_limit if path.rstrip("/") == "/api/documents" else settings.server.max_body_bytes
 
     app.add_middleware(KeyGate, keys=keys)
-    app.add_middleware(HostOriginGuard, hosts=AllowedHosts(settings.server_allowed_hosts, bound_host))
+    app.add_middleware(HostOriginGuard, hosts=AllowedHosts(settings.server.allowed_hosts, bound_host))
     app.add_middleware(HttpMetrics)
     app.add_middleware(RequestContext, limit_for=limit_for)  # added last: the outermost
     for router in (chat.router, tasks.router, approvals.router, mcp.router, documents.router, memory.router, status.router, openai.router):

@@ -58,10 +58,10 @@ class KeyRing:
     @classmethod
     def from_settings(cls, settings: Settings) -> KeyRing:
         hashed: dict[str, str] = {}
-        for h, user in settings.server_api_keys.items():
+        for h, user in settings.server.api_keys.items():
             hashed[_checked_hash(h, "server.api_keys")] = _checked_user(user, "server.api_keys")
-        if settings.server_keys_file is not None:
-            hashed.update(read_keys_file(settings.server_keys_file))
+        if settings.server.keys_file is not None:
+            hashed.update(read_keys_file(settings.server.keys_file))
         return cls(hashed)
 
 

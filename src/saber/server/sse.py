@@ -68,7 +68,7 @@ def stream_run(request: Request, manager: RunManager, run: TaskRun, *, after: in
             if owns_task and not run.detached and not run.finished:
                 await cancel_abandoned(manager, run)
 
-    grace = float(request.app.state.settings.server_shutdown_grace) + 5.0
+    grace = float(request.app.state.settings.server.shutdown_grace) + 5.0
     ping = float(getattr(request.app.state, "ping_seconds", PING_SECONDS))
     return EventSourceResponse(events(), ping=ping, shutdown_grace_period=grace,
                                headers={"Cache-Control": "no-store", "X-Task-ID": run.task_id})

@@ -69,7 +69,7 @@ async def main(home: Path, side: Path, task_id: str, phase: str) -> None:
         note(f"c({upstream})")
         return "C"
 
-    settings = Settings(home=home, search_backend="none", graph_retry_delay=0)
+    settings = Settings(home=home, search={"backend": "none"}, graph={"retry_delay": 0})
     embedder = HashingEmbedder()
     replies = {"first": [PLAN], "resume": ["all three steps ran"], "resume-replan": [PLAN, "all three steps ran"]}
     model = StalledPlanner() if phase == "midplan" else ScriptedModel(replies[phase])

@@ -24,13 +24,12 @@ CLOSED = "http://127.0.0.1:9"
 def settings_for(home: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "home": home,
-        "search_backend": "none",
-        "weather_geocoding_url": f"{CLOSED}/v1/search",
-        "weather_forecast_url": f"{CLOSED}/v1/forecast",
-        "graph_retry_delay": 0.0,
-        "graph_max_attempts": 2,
+        "search": {"backend": "none"},
+        "weather": {"geocoding_url": f"{CLOSED}/v1/search", "forecast_url": f"{CLOSED}/v1/forecast"},
+        "graph": {"retry_delay": 0.0, "max_attempts": 2},
     }
-    values.update(overrides)
+    for section, items in overrides.items():  # a section's keys over the defaults above, one by one
+        values[section] = {**values.get(section, {}), **items} if isinstance(items, dict) else items
     return Settings(**values)
 
 
@@ -43,7 +42,7 @@ async def make_agent(tmp_path: Path) -> AsyncIterator[Callable[..., Agent]]:
         embedder = HashingEmbedder()
         engine = kwargs.pop("knowledge", None) or RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder)
         memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), embedder, model=memory_model,
-                               extraction=settings.memory_extraction, extraction_batch=settings.memory_extraction_batch)
+                               extraction=settings.memory.extraction, extraction_batch=settings.memory.extraction_batch)
         agent = Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
         agents.append(agent)
         return agent

@@ -55,7 +55,7 @@ def done_of(events: list[Any]) -> Done:
 async def test_a_lookup_is_answered_with_the_plans_template_in_one_model_call(
         streamed: bool, make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     model = ScriptedModel([plan()])
-    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, planner_stream=streamed))
+    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, planner={"stream": streamed}))
     answer = await agent.ask(QUERY, user_id="u1", mode="react")
     model.assert_complete()
     assert len(model.calls) == 1  # the plan; no generator call
@@ -84,7 +84,7 @@ async def test_a_template_naming_a_step_the_plan_lacks_is_dropped_and_the_genera
 async def test_a_failed_step_means_the_generator_answers_and_owns_up(
         streamed: bool, make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     model = ScriptedModel([plan(country="Atlantis"), "I could not find that country's capital."])
-    settings = settings_for(tmp_path, planner_stream=streamed, graph_max_replan=0)
+    settings = settings_for(tmp_path, planner={"stream": streamed}, graph={"max_replan": 0})
     agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings)
     answer = await agent.ask("What's the weather in the capital of Atlantis?", user_id="u1", mode="react")
     model.assert_complete()
@@ -99,7 +99,7 @@ async def test_a_failed_step_the_template_does_not_name_still_sends_the_answer_t
     items = [{"id": "n1", "tool": "lookup_capital", "params": {"country": "Atlantis"}},
              {"id": "n2", "tool": "get_weather", "params": {"city": "Paris"}}, {"answer": "Weather: $n2"}]
     model = ScriptedModel([json.dumps(items), "Paris is sunny; Atlantis has no known capital."])
-    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, graph_max_replan=0))
+    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, graph={"max_replan": 0}))
     answer = await agent.ask("Capital of Atlantis, and the weather in Paris?", user_id="u1", mode="react")
     model.assert_complete()
     assert answer.answer.startswith("Paris is sunny; Atlantis has no known capital.")
@@ -110,7 +110,7 @@ async def test_a_replanned_run_is_answered_by_the_generator(make_agent: Callable
     fixed = json.dumps([{"id": "n3", "tool": "lookup_capital", "params": {"country": "Japan"}},
                         {"id": "n4", "tool": "get_weather", "params": {"city": "$n3"}}])
     model = ScriptedModel([plan(country="Japn"), fixed, "Tokyo is sunny, 14°C."])
-    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, graph_max_replan=1))
+    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, graph={"max_replan": 1}))
     answer = await agent.ask(QUERY, user_id="u1", mode="react")
     model.assert_complete()  # plan, replan, generator
     assert answer.answer.startswith("Tokyo is sunny, 14°C.") and done_of(answer.events).answer_template is False
@@ -118,7 +118,7 @@ async def test_a_replanned_run_is_answered_by_the_generator(make_agent: Callable
 
 async def test_with_the_setting_off_the_generator_always_answers(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     model = ScriptedModel([plan(), "Tokyo is sunny, 14°C."])
-    settings = settings_for(tmp_path, planner_answer_template=False)
+    settings = settings_for(tmp_path, planner={"answer_template": False})
     agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings)
     answer = await agent.ask(QUERY, user_id="u1", mode="react")
     model.assert_complete()

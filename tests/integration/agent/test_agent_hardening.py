@@ -69,15 +69,15 @@ async def test_bad_input_is_refused_before_any_event(make_agent: Callable[..., A
 
 
 async def test_a_query_over_the_limit_names_the_limit(make_agent: Callable[..., Agent], tmp_path: Any) -> None:
-    agent = make_agent(None, builtin=False, settings=settings_for(tmp_path, max_query_chars=1000))
+    agent = make_agent(None, builtin=False, settings=settings_for(tmp_path, agent={"max_query_chars": 1000}))
     with pytest.raises(ValueError, match=r"query is 1,001 characters, over the limit of 1,000 .*max_query_chars"):
         await agent.ask("x" * 1001)
 
 
 async def test_a_long_answer_is_cut_with_a_note(make_agent: Callable[..., Agent], tmp_path: Any) -> None:
-    agent = make_agent(ScriptedModel(["y" * 500]), builtin=False, settings=settings_for(tmp_path, max_answer_chars=100))
+    agent = make_agent(ScriptedModel(["y" * 500]), builtin=False, settings=settings_for(tmp_path, agent={"max_answer_chars": 100}))
     answer = await agent.ask("hello there", mode="chat")
-    assert answer.answer.startswith("y" * 100) and "over the limit of 100 (setting max_answer_chars)" in answer.answer
+    assert answer.answer.startswith("y" * 100) and "over the limit of 100 (setting agent.max_answer_chars)" in answer.answer
 
 
 # -- item 6: an empty selection means no tool --------------------------------------------------------

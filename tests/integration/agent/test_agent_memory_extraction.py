@@ -47,7 +47,7 @@ async def test_a_fact_to_remember_is_extracted_by_the_model(make_agent: Callable
 async def test_batched_extraction_calls_once_for_every_n_turns(
         make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     extractor = ScriptedModel(['{"preferences": {}, "memories": [{"text": "The user plays the cello", "importance": 0.7}]}'])
-    settings = settings_for(tmp_path, memory_extraction="batch", memory_extraction_batch=3)
+    settings = settings_for(tmp_path, memory={"extraction": "batch", "extraction_batch": 3})
     agent = make_agent(ScriptedModel(["a", "b", "c"]), memory_model=extractor, settings=settings)
     for query in ("北京天气怎么样", "I practise every evening", "what time is it in Tokyo"):
         await agent.ask(query, user_id="u1", mode="chat")

@@ -84,7 +84,7 @@ async def test_any_exception_from_a_custom_planner_falls_back_to_the_rules(make_
 
 
 async def test_a_hanging_custom_model_is_bounded_by_the_call_limit(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, search_backend="none", llm_timeout=0.2, planner_stream=False)
+    settings = Settings(home=tmp_path, search={"backend": "none"}, llm={"timeout": 0.2}, planner={"stream": False})
     agent = make_agent(Misbehaving(plans=["hang"], streams=[itertools.repeat("你好！")]), builtin=False, tools=TOOLS, settings=settings)
     answer = await agent.ask("What's the weather in Paris?", mode="react")
     assert "within 0.2s" in errors(answer.events)[0].message
@@ -160,8 +160,9 @@ async def test_every_call_to_an_openai_endpoint_carries_max_tokens_for_its_purpo
 
     plan = json.dumps([{"id": "n1", "type": "tool", "tool": "get_weather", "params": {"city": "Paris"}, "depends_on": []}])
     with FakeOpenAIServer([plan, "Paris is sunny, 21°C."]) as server:
-        settings = Settings(home=tmp_path, search_backend="none", llm_base_url=server.base_url, llm_model="fake-model",
-                            llm_max_tokens_planner=300, llm_max_tokens_answer=200)
+        settings = Settings(home=tmp_path, search={"backend": "none"},
+                            llm={"base_url": server.base_url, "model": "fake-model",
+                                 "max_tokens_planner": 300, "max_tokens_answer": 200})
         agent = make_agent(None, builtin=False, tools=TOOLS, settings=settings, memory_model=None)
         answer = await agent.ask("What's the weather in Paris?", mode="react")
         bodies = [r.body for r in server.requests if r.method == "POST"]

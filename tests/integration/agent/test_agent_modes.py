@@ -154,7 +154,7 @@ async def test_react_mode_runs_the_plan_in_parallel_and_generates(make_agent: Ca
     tools = [zone_time,
              city_weather]
     agent = make_agent(model, builtin=False, tools=tools,  # the plan parsed whole (streamed: test_agent_streamed_plan)
-                       settings=Settings(home=tmp_path, search_backend="none", planner_stream=False))
+                       settings=Settings(home=tmp_path, search={"backend": "none"}, planner={"stream": False}))
     answer = await agent.ask("现在几点，北京天气怎么样", user_id="u1")
     sequence = [e.type for e in answer.events if e.type not in ("step", "token")]
     assert sequence[:5] == ["start", "route", "plan", "graph_ready", "node_start"]
@@ -216,7 +216,7 @@ async def test_react_replans_after_a_failure_when_enabled(make_agent: Callable[.
     replan = '[{"id": "n2", "tool": "get_time", "params": {"timezone": "Asia/Tokyo"}}]'
     model = ScriptedModel([plan, replan, "It is 12:00 in Tokyo."])
     agent = make_agent(model, builtin=False, tools=[broken_search, zone_time],
-                       settings=Settings(home=tmp_path, search_backend="none", graph_max_replan=1, graph_retry_delay=0))
+                       settings=Settings(home=tmp_path, search={"backend": "none"}, graph={"max_replan": 1, "retry_delay": 0}))
     answer = await agent.ask("search the time in Tokyo", user_id="u1", mode="react")
     replans = [e for e in answer.events if isinstance(e, Replan)]
     assert len(replans) == 1 and replans[0].added == ["n2"] and replans[0].max == 1
@@ -241,7 +241,7 @@ async def test_a_plan_the_runtime_rejects_falls_back_to_the_rule_plan(
     monkeypatch.setattr("saber.agent.modes.react.parse_plan", bad_plan)
     model = ScriptedModel(["(a plan)", "It is 12:00."])
     agent = make_agent(model, builtin=False, tools=[zone_time],
-                       settings=Settings(home=tmp_path, search_backend="none", planner_stream=False))
+                       settings=Settings(home=tmp_path, search={"backend": "none"}, planner={"stream": False}))
     answer = await agent.ask("what time is it", user_id="u1", mode="react")
     errors = [e for e in answer.events if isinstance(e, Error)]
     assert errors and errors[0].where == "graph" and "cannot run" in errors[0].message

@@ -194,7 +194,7 @@ async def test_the_right_plan_runs_exactly_its_calls(task: Task, streamed: bool,
                                                     tmp_path: Path) -> None:
     CALLS.clear()
     model = ScriptedModel([json.dumps(task.plan, ensure_ascii=False), "Done."])
-    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, planner_stream=streamed))
+    agent = make_agent(model, builtin=False, tools=TOOLS, settings=settings_for(tmp_path, planner={"stream": streamed}))
     answer = await agent.ask(task.query, user_id="u1", mode="react")
     plan = next(e for e in answer.events if isinstance(e, Plan))
     assert plan.source == "model" and plan.truncated is None and plan.dropped_nodes == 0, plan

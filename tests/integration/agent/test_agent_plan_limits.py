@@ -59,10 +59,10 @@ async def ask(make_agent: Callable[..., Agent], tmp_path: Path, reply: Any, *, s
     what the plan lost (without it, replanning is off)."""
     CALLS.clear()
     if replan is None:
-        settings.setdefault("graph_max_replan", 0)
+        settings.setdefault("graph", {}).setdefault("max_replan", 0)
     model = ScriptedModel([reply, *([replan] if replan is not None else []), "Here is what I found."])
     agent = make_agent(model, builtin=False, tools=[weather, search],
-                       settings=settings_for(tmp_path, planner_stream=streamed, **settings))
+                       settings=settings_for(tmp_path, **{**settings, "planner": {"stream": streamed, **settings.get("planner", {})}}))
     answer = await agent.ask(query, user_id="u1", mode="react")
     plan = next(e for e in answer.events if isinstance(e, Plan))
     model.assert_complete()
@@ -75,7 +75,7 @@ streamed_or_not = pytest.mark.parametrize("streamed", [True, False], ids=["strea
 @streamed_or_not
 async def test_a_plan_over_planner_max_nodes_runs_its_first_nodes_and_says_how_many_were_dropped(
         make_agent: Callable[..., Agent], tmp_path: Path, streamed: bool) -> None:
-    answer, plan, agent = await ask(make_agent, tmp_path, FIVE, streamed=streamed, planner_max_nodes=3)
+    answer, plan, agent = await ask(make_agent, tmp_path, FIVE, streamed=streamed, planner={"max_nodes": 3})
     assert [n["id"] for n in plan.nodes] == ["n1", "n2", "n3"]
     assert plan.truncated is not None and "5 nodes, over the limit of 3" in plan.truncated and plan.dropped_nodes == 2
     assert sorted(c["city"] for _, c in CALLS) == ["Berlin", "Paris", "Rome"]
@@ -202,7 +202,7 @@ async def test_a_streamed_plan_past_the_planners_token_limit_is_cut_and_says_so(
         make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     limit = 50  # tokens; the guard counts CHARS_PER_TOKEN characters a token, for endpoints that ignore max_tokens
     assert FIVE.index("}", FIVE.index('"Rome"')) + 2 < limit * CHARS_PER_TOKEN < FIVE.index('"Berlin"')  # in the 3rd node
-    answer, plan, _ = await ask(make_agent, tmp_path, FIVE, streamed=True, llm_max_tokens_planner=limit)
+    answer, plan, _ = await ask(make_agent, tmp_path, FIVE, streamed=True, llm={"max_tokens_planner": limit})
     assert plan.truncated is not None and "the plan passed the limit of 50 tokens" in plan.truncated
     assert plan.dropped_nodes == 1 and sorted(c["city"] for _, c in CALLS) == ["Paris", "Rome"]
     assert "Note: the plan was cut off (the planner's output was cut: the plan passed the limit of 50 tokens" \
@@ -213,6 +213,6 @@ async def test_a_chinese_request_is_told_in_chinese(make_agent: Callable[..., Ag
     reply = plan_text(*(weather_node(i, c) for i, c in enumerate(["北京", "上海", "广州"], 1)),
                       {"id": "n4", "tool": "rm_rf", "params": {}})
     answer, plan, _ = await ask(make_agent, tmp_path, reply, streamed=False, query="北京、上海和广州的天气",
-                                planner_max_nodes=2)
+                                planner={"max_nodes": 2})
     assert plan.dropped_nodes == 2 and len(CALLS) == 2
     assert "注意：执行计划被截断（计划有 4 个节点，超过上限 2）；2 个计划步骤被丢弃、没有执行" in answer.answer

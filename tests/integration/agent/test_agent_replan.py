@@ -74,7 +74,7 @@ async def test_an_empty_result_is_replanned_once_the_graph_drains(make_agent: Ca
 async def test_max_replan_zero_asks_the_model_for_no_replan(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     model = ScriptedModel([SEARCH, "Search is down."])
     agent = make_agent(model, builtin=False, tools=[broken_search, zone_time],
-                       settings=settings_for(tmp_path, graph_max_replan=0))
+                       settings=settings_for(tmp_path, graph={"max_replan": 0}))
     answer = await agent.ask("search the time in Tokyo", user_id="u1", mode="react")
     assert len(model.calls) == 2 and not answer.of_type("replan") and answer.usage["replans"] == 0
     model.assert_complete()
@@ -86,7 +86,7 @@ async def test_replans_that_keep_failing_stop_at_the_bound_with_an_honest_answer
     model = ScriptedModel([SEARCH, again[0], again[1], "Here is what I found."])
     agent = make_agent(model, builtin=False, tools=[broken_search, zone_time])
     answer = await agent.ask("search the time in Tokyo", user_id="u1", mode="react")
-    assert agent.settings.graph_max_replan == 2
+    assert agent.settings.graph.max_replan == 2
     assert [r.added for r in answer.of_type("replan") if isinstance(r, Replan)] == [["n2"], ["n3"]]
     assert {e.id: e.status for e in answer.events if isinstance(e, NodeDone)} == {
         "n1": "failed", "n2": "failed", "n3": "failed"}

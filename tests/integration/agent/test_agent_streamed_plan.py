@@ -92,7 +92,7 @@ async def test_the_first_node_runs_before_the_plan_has_finished_streaming(
 async def test_parse_after_complete_when_streaming_is_off(
         fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
     fake_llm.queue(FakeReply(text=plan_text(N1, N2, N3)), "Sunny.")
-    answer = await streamed_agent(planner_stream=False).ask("weather in Paris", user_id="u1", mode="react")
+    answer = await streamed_agent(planner={"stream": False}).ask("weather in Paris", user_id="u1", mode="react")
     assert index(answer.events, Plan) < index(answer.events, NodeStart)
     assert not any(isinstance(e, NodeAdded) for e in answer.events)
     assert fake_llm.chat_requests[0].body.get("stream") is not True
@@ -131,7 +131,7 @@ async def test_a_stream_broken_mid_plan_keeps_what_ran_and_the_rules_supply_the_
     text = plan_text(N1, N2, N3)
     cut = text.index('"city": "Rome"')
     fake_llm.queue(FakeReply(text=text[:cut], chunk_delay=0.01, stream_error="upstream reset"), "Done.")
-    agent = streamed_agent(llm_max_retries=0)
+    agent = streamed_agent(llm={"max_retries": 0})
     answer = await agent.ask("what's the weather in Paris and the time in Tokyo", user_id="u1", mode="react")
     events = answer.events
     broke = [e for e in events if isinstance(e, Error) and e.where == "planner"]
@@ -156,7 +156,7 @@ async def test_a_stream_broken_mid_plan_keeps_what_ran_and_the_rules_supply_the_
 async def test_a_planner_that_cannot_be_reached_falls_back_to_the_rule_planner(
         fake_llm: FakeOpenAIServer, streamed_agent: Callable[..., Agent]) -> None:
     fake_llm.queue(FakeReply.fail(503, "overloaded"), "Sunny.")
-    answer = await streamed_agent(llm_max_retries=0).ask("what's the weather in Paris", user_id="u1", mode="react")
+    answer = await streamed_agent(llm={"max_retries": 0}).ask("what's the weather in Paris", user_id="u1", mode="react")
     errors = [e for e in answer.events if isinstance(e, Error) and e.where == "planner"]
     assert errors and "after 0 node(s)" in errors[0].message and "overloaded" in errors[0].message
     plan = next(e for e in answer.events if isinstance(e, Plan))

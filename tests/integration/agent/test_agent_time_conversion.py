@@ -46,7 +46,7 @@ async def test_a_bare_time_says_it_is_today_in_the_source_place(make_agent: Call
 
 async def test_an_unknown_place_is_named_in_the_answer(tmp_path: Path, make_agent: Callable[..., Agent]) -> None:
     with fake_open_meteo() as geo:
-        agent = make_agent(None, settings=settings_for(tmp_path, weather_geocoding_url=geo.geocoding_url))
+        agent = make_agent(None, settings=settings_for(tmp_path, weather={"geocoding_url": geo.geocoding_url}))
         answer = await agent.ask("convert 3 pm in Gotham to London time", user_id="u1")
     call = executed(answer)
     assert call.params["from_timezone"] == "Gotham" and call.error is not None

@@ -76,7 +76,7 @@ async def test_a_city_the_model_copied_from_the_prompt_example_is_replaced_by_th
 
 
 async def test_a_query_over_the_limit_is_refused_before_any_event(tmp_path: Path, make_agent: Callable[..., Agent]) -> None:
-    agent = make_agent(None, settings=settings_for(tmp_path, max_query_chars=100))
+    agent = make_agent(None, settings=settings_for(tmp_path, agent={"max_query_chars": 100}))
     with pytest.raises(ValueError, match=r"query is 101 characters, over the limit of 100 .*max_query_chars"):
         await agent.ask("x" * 101, user_id="u1")
     assert (await agent.ask("y" * 100, user_id="u1")).answer

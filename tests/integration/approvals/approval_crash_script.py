@@ -32,7 +32,7 @@ PLAN = json.dumps([{"id": "n1", "type": "tool", "tool": "wipe", "params": {"targ
 
 
 async def main() -> None:
-    settings = Settings(home=HOME, search_backend="none", graph_retry_delay=0.0)
+    settings = Settings(home=HOME, search={"backend": "none"}, graph={"retry_delay": 0.0})
     replies = [PLAN, "wiped after approval"] if PHASE == "first" else ["wiped after approval"]
     async with Agent(settings, model=ScriptedModel(replies), tools=[wipe]) as agent:
         events = agent.stream("wipe the cache", user_id="u1", mode="react", task_id=TASK) if PHASE == "first" \

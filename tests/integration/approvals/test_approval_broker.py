@@ -85,7 +85,7 @@ def rm_tool(**kwargs: Any) -> Tool:
 
 def test_the_reason_to_ask_is_the_tool_s_own_then_the_configured_list(store: ApprovalStore) -> None:
     broker = ApprovalBroker(store, always_ask=frozenset({"rm"}))
-    assert broker.reason_for(rm_tool(), {}) == "rm is set to ask before it runs (approval_tools)"
+    assert broker.reason_for(rm_tool(), {}) == "rm is set to ask before it runs (approval.tools)"
     assert broker.reason_for(rm_tool(requires_approval=True), {}) == "rm requires approval"
     assert broker.reason_for(rm_tool(requires_approval=lambda a: f"deletes {a['p']}"), {"p": "/"}) == "deletes /"
     assert ApprovalBroker(store).reason_for(rm_tool(), {}) is None
@@ -217,7 +217,7 @@ def test_a_user_s_gate_asks_the_tool_with_the_call_s_arguments(store: ApprovalSt
 def test_a_broker_from_settings_keeps_its_questions_in_saber_s_database(tmp_path: Path) -> None:
     from saber.config import Settings
 
-    broker = ApprovalBroker.from_settings(Settings(home=tmp_path / "home", approval_timeout=7, approval_tools=["rm"]))
+    broker = ApprovalBroker.from_settings(Settings(home=tmp_path / "home", approval={"timeout": 7, "tools": ["rm"]}))
     try:
         assert broker.timeout == 7 and broker.always_ask == frozenset({"rm"})
         broker.store.ask(task_id="t1", node_id="n1", user_id="u", tool="rm", params={}, reason="r")

@@ -56,8 +56,9 @@ def _clear() -> None:
 
 
 def agent_for(tmp_path: Path, replies: list[str], **settings: Any) -> Agent:
-    values: dict[str, Any] = {"home": tmp_path / "home", "search_backend": "none", "graph_retry_delay": 0.0}
-    values.update(settings)
+    values: dict[str, Any] = {"home": tmp_path / "home", "search": {"backend": "none"}, "graph": {"retry_delay": 0.0}}
+    for section, items in settings.items():  # a section's keys over the defaults above, one by one
+        values[section] = {**values.get(section, {}), **items} if isinstance(items, dict) else items
     return Agent(Settings(**values), model=ScriptedModel(replies), tools=[delete_everything, look_around])
 
 
@@ -134,7 +135,7 @@ async def test_denied_step_fails_without_running_and_the_generator_is_told(tmp_p
 
 
 async def test_no_answer_in_time_denies(tmp_path: Path) -> None:
-    agent = agent_for(tmp_path, [plan(DELETE), "Not done."], approval_timeout=0.3)
+    agent = agent_for(tmp_path, [plan(DELETE), "Not done."], approval={"timeout": 0.3})
     async with agent:
         async def ignore(q: ApprovalRequired) -> None:
             return None
@@ -164,10 +165,10 @@ async def test_approve_for_the_task_covers_later_calls_of_the_same_tool(tmp_path
 
 
 async def test_configured_tools_ask_too(tmp_path: Path) -> None:
-    agent = agent_for(tmp_path, [plan(LOOK), "Looked."], approval_tools=["look_around"])
+    agent = agent_for(tmp_path, [plan(LOOK), "Looked."], approval={"tools": ["look_around"]})
     async with agent:
         async def approve(q: ApprovalRequired) -> None:
-            assert q.reason == "look_around is set to ask before it runs (approval_tools)"
+            assert q.reason == "look_around is set to ask before it runs (approval.tools)"
             await agent.approvals.decide(q.task_id, q.node_id, approve=True, by="alice")
 
         events = await collect_answering(agent, "look around the yard", approve)
@@ -197,7 +198,7 @@ async def test_an_interrupted_waiting_task_answered_later_runs_the_step_once_on_
 async def test_the_wait_for_an_approval_does_not_count_against_the_request_deadline(tmp_path: Path) -> None:
     """approval.timeout bounds a person's answer, not request_deadline: a yes given after the
     request's deadline would have passed still runs the step and the answer is written."""
-    agent = agent_for(tmp_path, [plan(DELETE), "Deleted the old logs."], request_deadline=1.0)
+    agent = agent_for(tmp_path, [plan(DELETE), "Deleted the old logs."], agent={"request_deadline": 1.0})
     async with agent:
         async def approve_late(q: ApprovalRequired) -> None:
             async def later() -> None:

@@ -154,7 +154,7 @@ async def test_builtin_tools_use_the_configured_service_urls(
     fake_service.routes[GEO] = Route(body={"results": [{"name": "Reykjavík", "latitude": 64.1355, "longitude": -21.8954,
                                                         "country": "Iceland"}]})
     fake_service.routes[FORECAST] = Route(body=forecast_body(temperature_2m=1.15, weather_code=0))
-    settings = Settings(weather_geocoding_url=fake_service.url(GEO), weather_forecast_url=fake_service.url(FORECAST))
+    settings = Settings(weather={"geocoding_url": fake_service.url(GEO), "forecast_url": fake_service.url(FORECAST)})
     weather = next(t for t in builtin_tools(settings) if t.name == "get_weather")
 
     text = await weather.run({"city": "Reykjavik"})

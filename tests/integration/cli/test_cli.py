@@ -49,7 +49,7 @@ def test_config_masks_secrets(tmp_path: Path) -> None:
     done = saber("config", "--json", home=tmp_path, SABER_LLM_API_KEY="sk-secret-1234567890-ABCD")
     assert done.returncode == 0
     shown = json.loads(done.stdout)["settings"]
-    assert shown["llm_api_key"] == "sk-…ABCD" and "sk-secret-1234567890" not in done.stdout
+    assert shown["llm"]["api_key"] == "sk-…ABCD" and "sk-secret-1234567890" not in done.stdout
 
 
 @pytest.mark.slow

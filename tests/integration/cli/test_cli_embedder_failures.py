@@ -44,7 +44,7 @@ def test_a_refused_key_ends_ingest_and_index_in_one_line_and_docs_say_why_vector
     with FakeOpenAIServer(embedding_dimensions=16, api_key="sk-right") as embeddings:
         env = embedding_env(embeddings.base_url, WRONG_KEY, SABER_EMBEDDING_DIM="16")
         reason = (f"embedder openai:text-embedding-3-small at {embeddings.base_url}/embeddings answered 401: "
-                  "Incorrect API key provided (check embedding_api_key)")
+                  "Incorrect API key provided (check embedding.api_key)")
         ingest = saber("ingest", str(notes), home=home, **env)
         assert ingest.returncode == 1
         assert "1 added" in ingest.stdout and "searchable by keyword after" in ingest.stdout

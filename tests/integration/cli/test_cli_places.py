@@ -15,7 +15,7 @@ CLOSED = "http://127.0.0.1:9"
 
 def ask(query: str, home: Path) -> str:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
-    environ.update({"SABER_HOME": str(home), "SABER_SEARCH_BACKEND": "none", "SABER_TOOL_TIMEOUT": "5",
+    environ.update({"SABER_HOME": str(home), "SABER_SEARCH_BACKEND": "none", "SABER_TOOLS_TIMEOUT": "5",
                     "SABER_WEATHER_GEOCODING_URL": f"{CLOSED}/v1/search",
                     "SABER_WEATHER_FORECAST_URL": f"{CLOSED}/v1/forecast"})
     done = subprocess.run([sys.executable, "-m", "saber.cli", "ask", query], env=environ, capture_output=True,

@@ -22,7 +22,7 @@ NOTE_ZH = "并非语言模型生成"
 def saber(*args: str, home: Path, geo: str, forecast: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
     environ.update({"SABER_HOME": str(home), "SABER_SEARCH_BACKEND": "none", "SABER_WEATHER_GEOCODING_URL": geo,
-                    "SABER_WEATHER_FORECAST_URL": forecast, "SABER_TOOL_TIMEOUT": "5"})
+                    "SABER_WEATHER_FORECAST_URL": forecast, "SABER_TOOLS_TIMEOUT": "5"})
     return subprocess.run([sys.executable, "-m", "saber.cli", *args], env=environ, capture_output=True, text=True,
                           timeout=300)
 

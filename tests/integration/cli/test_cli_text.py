@@ -137,13 +137,25 @@ def test_config_names_each_source(tmp_path: Path) -> None:
     done = saber("config", "--json", home=tmp_path, SABER_LLM_TIMEOUT="7")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert data["sources"]["graph_max_parallel"] == "file" and data["settings"]["graph_max_parallel"] == 3
-    assert data["sources"]["llm_timeout"] == "env" and data["sources"]["llm_temperature"] == "default"
+    assert data["sources"]["graph.max_parallel"] == "file" and data["settings"]["graph"]["max_parallel"] == 3
+    assert data["sources"]["llm.timeout"] == "env" and data["sources"]["llm.temperature"] == "default"
     text = saber("config", home=tmp_path, SABER_LLM_TIMEOUT="7").stdout
-    assert "graph_max_parallel = 3  (file)" in text and "llm_timeout = 7.0  (env)" in text
+    assert "[graph]\nmax_parallel = 3  (file)" in text and "[llm]\n" in text and "\ntimeout = 7.0  (env)" in text
     blank = json.loads(saber("config", "--json", home=tmp_path, SABER_SERVER_ADMINS=" ", saber_llm_model="m").stdout)
-    assert blank["sources"]["server_admins"] == "default" and blank["settings"]["server_admins"] == []
-    assert blank["sources"]["llm_model"] == "env" and blank["settings"]["llm_model"] == "m"
+    assert blank["sources"]["server.admins"] == "default" and blank["settings"]["server"]["admins"] == []
+    assert blank["sources"]["llm.model"] == "env" and blank["settings"]["llm"]["model"] == "m"
+
+
+# codemod_settings: off (this test spells settings the old way on purpose)
+def test_config_says_when_a_setting_is_spelled_the_old_way(tmp_path: Path) -> None:
+    (tmp_path / "saber.toml").write_text("graph_max_parallel = 3\n", encoding="utf-8")
+    done = saber("config", "--json", home=tmp_path, SABER_TOOL_TIMEOUT="7")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["settings"]["graph"]["max_parallel"] == 3 and data["sources"]["tools.timeout"] == "env"
+    assert "graph_max_parallel is deprecated: write [graph] max_parallel" in done.stderr
+    assert "SABER_TOOL_TIMEOUT is deprecated: use SABER_TOOLS_TIMEOUT" in done.stderr
+# codemod_settings: on
 
 
 def _stalled_server() -> socket.socket:

@@ -37,8 +37,8 @@ async def lookup(item: str) -> str:
 
 @pytest.fixture
 async def cluster(plain_pg_url: str, redis_prefix: str, tmp_path: Path) -> AsyncIterator[Cluster]:
-    settings = Settings(home=tmp_path / "q", database_url=plain_pg_url, redis_url=REDIS_URL,
-                        cluster_redis_prefix=redis_prefix)
+    settings = Settings(home=tmp_path / "q", database={"url": plain_pg_url}, redis={"url": REDIS_URL},
+                        cluster={"redis_prefix": redis_prefix})
     opened = await Cluster.open(settings)
     yield opened
     await opened.aclose()
@@ -47,7 +47,7 @@ async def cluster(plain_pg_url: str, redis_prefix: str, tmp_path: Path) -> Async
 async def test_one_trace_runs_from_the_request_through_the_queue_to_the_worker(
         cluster: Cluster, spans: InMemorySpanExporter, tmp_path: Path) -> None:
     model = ScriptedModel(['[{"id": "n1", "tool": "lookup", "params": {"item": "a"}}]', "the answer"])
-    agent = Agent(Settings(home=tmp_path / "home", search_backend="none"), model=model, builtin=False, tools=[lookup])
+    agent = Agent(Settings(home=tmp_path / "home", search={"backend": "none"}), model=model, builtin=False, tools=[lookup])
     runs, worker = cluster.run_manager(agent), cluster.worker(agent, concurrency=1)
     app = create_app(agent, agent.settings)
     app.state.agent, app.state.runs = agent, runs  # what the lifespan sets (the ASGI transport runs none)

@@ -113,8 +113,8 @@ async def test_the_setting_reaches_the_model_and_the_planner_reads_the_reply(mon
     tools = {"get_weather": get_weather}
     reply = '{"plan": [{"id": "n1", "type": "tool", "tool": "get_weather", "params": {"city": "Oslo"}, "depends_on": []}]}'
     async with FakeOpenAIServer([reply], owned_by="vllm", routes={"/version": {"version": "0.10.2"}}) as server:
-        settings = Settings(llm_model="fake-model", llm_base_url=server.base_url, llm_api_key="k",
-                            llm_structured_output=True)
+        settings = Settings(llm={"model": "fake-model", "base_url": server.base_url, "api_key": "k",
+                                 "structured_output": True})
         chat = model_from_settings(settings)
         assert isinstance(chat, RetryingModel)
         try:

@@ -55,15 +55,13 @@ def signal_server(fragment: str, sig: signal.Signals) -> int:
 def settings_for(home: Path, servers: list[MCPServerConfig], **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "home": home,
-        "search_backend": "none",
-        "weather_geocoding_url": f"{CLOSED}/v1/search",
-        "weather_forecast_url": f"{CLOSED}/v1/forecast",
-        "graph_retry_delay": 0.0,
-        "graph_max_attempts": 2,
-        "mcp_servers": servers,
-        "mcp_startup_timeout": 20.0,
+        "search": {"backend": "none"},
+        "weather": {"geocoding_url": f"{CLOSED}/v1/search", "forecast_url": f"{CLOSED}/v1/forecast"},
+        "graph": {"retry_delay": 0.0, "max_attempts": 2},
+        "mcp": {"servers": servers, "startup_timeout": 20.0},
     }
-    values.update(overrides)
+    for section, items in overrides.items():  # a section's keys over the defaults above, one by one
+        values[section] = {**values.get(section, {}), **items} if isinstance(items, dict) else items
     return Settings(**values)
 
 

@@ -187,7 +187,7 @@ async def test_a_server_that_exits_at_start_up_is_reported_and_the_rest_works(
 async def test_a_server_that_answers_garbage_does_not_hold_up_start(make_agent: Callable[..., Agent], tmp_path: Path) -> None:
     garbage = python_server("import time\nprint('hello, I am not JSON-RPC', flush=True)\ntime.sleep(60)")
     silent = MCPServerConfig(name="silent", command=sys.executable, args=["-c", "import time; time.sleep(60)"])
-    agent = make_agent([], settings=settings_for(tmp_path, [garbage, silent], mcp_startup_timeout=3.0))
+    agent = make_agent([], settings=settings_for(tmp_path, [garbage, silent], mcp={"startup_timeout": 3.0}))
     status = {s["name"]: s for s in await agent.start()}  # returns when the start-up time is up, saying why
     assert status["broken"]["state"] != "ready"
     assert status["broken"]["error"] == "answered with output that is not JSON-RPC: 'hello, I am not JSON-RPC'"

@@ -31,7 +31,7 @@ async def test_the_planner_sees_a_selection_of_many_tools(make_agent: Callable[.
     plan = json.dumps([{"id": "n1", "type": "tool", "tool": "get_time", "params": {"timezone": "Asia/Tokyo"},
                         "depends_on": [], "race_group": None}])
     model = ScriptedModel([plan, "It is noon.", plan, "It is noon."])
-    settings = settings_for(tmp_path, [], tools_select_above=10, tools_select_k=4)
+    settings = settings_for(tmp_path, [], tools={"select_above": 10, "select_k": 4})
     agent = make_agent([], model, settings=settings, tools=[distractor(i) for i in range(30)])
     answer = await agent.ask("what time is it in Tokyo", mode="react")
     shown = next(e for e in answer.events if isinstance(e, Plan))

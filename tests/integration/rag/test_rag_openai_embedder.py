@@ -26,8 +26,8 @@ def test_batches_normalises_and_probes_dimension() -> None:
 
 def test_engine_over_openai_embeddings_from_settings(tmp_path: Path) -> None:
     with FakeOpenAIServer(embedding_dimensions=32) as server:
-        settings = Settings(home=tmp_path, embedding_provider="openai", embedding_base_url=server.base_url,
-                            embedding_model="m")
+        settings = Settings(home=tmp_path,
+                            embedding={"provider": "openai", "base_url": server.base_url, "model": "m"})
         engine = RagEngine(SQLiteStore(tmp_path / "saber.db"), embedder_from_settings(settings))
         result = engine.ingest_text("Doc", "Exact text that will be embedded.")
         assert result.chunks == 1 and engine.loaded
@@ -63,7 +63,7 @@ def test_errors_name_the_embedder_and_endpoint_and_never_a_credential(refused_ur
             emb.embed_documents(["x"])
         message = str(refused.value)
         assert message == (f"embedder openai:text-embedding-3-small at {server.base_url}/embeddings answered 401: "
-                           "Incorrect API key provided (check embedding_api_key)")
+                           "Incorrect API key provided (check embedding.api_key)")
         assert not refused.value.retryable and "hunter2" not in message and "alice" not in message
         emb.close()
     with FakeOpenAIServer(embedding_dimensions=16) as server:
@@ -71,7 +71,7 @@ def test_errors_name_the_embedder_and_endpoint_and_never_a_credential(refused_ur
         emb = OpenAIEmbedder(base_url=server.base_url, model="m", api_key=key, dim=16)
         with pytest.raises(EmbeddingError) as echoed:
             emb.embed_documents(["x"])
-        assert str(echoed.value).endswith("answered 403: key *** is not allowed here (check embedding_api_key)")
+        assert str(echoed.value).endswith("answered 403: key *** is not allowed here (check embedding.api_key)")
         emb.close()
     dead = OpenAIEmbedder(base_url=refused_url + "/v1", model="m", api_key=key)
     with pytest.raises(EmbeddingError) as unreachable:
@@ -95,7 +95,7 @@ def test_a_failed_fill_is_recorded_for_every_process_until_a_fill_works(tmp_path
         status = other.vector_status()
         assert status.state == "failing" and status.retry_in_s is None and status.failed_at is not None
         assert status.error == (f"embedder openai:m at {server.base_url}/embeddings answered 401: "
-                                "Incorrect API key provided (check embedding_api_key)")
+                                "Incorrect API key provided (check embedding.api_key)")
         assert "sk-wrong" not in str(status.to_dict())
         right = RagEngine(SQLiteStore(tmp_path / "s.db"),
                           OpenAIEmbedder(base_url=server.base_url, model="m", api_key="sk-right", dim=16))

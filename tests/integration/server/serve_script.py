@@ -31,11 +31,11 @@ async def slow_step(seconds: float) -> str:
 
 def main() -> None:
     home, port, base_url = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    settings = Settings(home=home, search_backend="none", server_shutdown_grace=2.0, graph_step_timeout=120)
+    settings = Settings(home=home, search={"backend": "none"}, server={"shutdown_grace": 2.0}, graph={"step_timeout": 120})
     model = OpenAIChatModel("fake-model", base_url=base_url, api_key="k")
     engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), HashingEmbedder())
     agent = Agent(settings, model=model, knowledge=engine, tools=[slow_step], builtin=False)
-    run(create_app(agent, settings), host="127.0.0.1", port=port, grace=settings.server_shutdown_grace,
+    run(create_app(agent, settings), host="127.0.0.1", port=port, grace=settings.server.shutdown_grace,
         log_level="warning")
     asyncio.run(agent.aclose(grace=1))
 

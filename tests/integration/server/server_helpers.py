@@ -34,16 +34,15 @@ KEYS = {"key-alice": "alice", "key-bob": "bob"}
 def settings_for(home: Path, *, keys: bool = False, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "home": home,
-        "search_backend": "none",
-        "weather_geocoding_url": f"{CLOSED}/v1/search",
-        "weather_forecast_url": f"{CLOSED}/v1/forecast",
-        "graph_retry_delay": 0.0,
-        "graph_max_attempts": 1,
-        "server_shutdown_grace": 1.0,
+        "search": {"backend": "none"},
+        "weather": {"geocoding_url": f"{CLOSED}/v1/search", "forecast_url": f"{CLOSED}/v1/forecast"},
+        "graph": {"retry_delay": 0.0, "max_attempts": 1},
+        "server": {"shutdown_grace": 1.0},
     }
     if keys:
-        values["server_api_keys"] = {hash_key(k): user for k, user in KEYS.items()}
-    values.update(overrides)
+        values["server"]["api_keys"] = {hash_key(k): user for k, user in KEYS.items()}
+    for section, items in overrides.items():  # a section's keys over the defaults above, one by one
+        values[section] = {**values.get(section, {}), **items} if isinstance(items, dict) else items
     return Settings(**values)
 
 
@@ -52,7 +51,7 @@ def make_agent(settings: Settings, model: ChatModel | None = None, *, embedder: 
     """The agent on ``settings``' SQLite file; the knowledge base embeds with ``embedder`` (default:
     a ``HashingEmbedder``, which memory always uses)."""
     hashing = HashingEmbedder()
-    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder or hashing, max_file_mb=settings.rag_max_file_mb)
+    engine = RagEngine(SQLiteStore(str(settings.sqlite_path)), embedder or hashing, max_file_mb=settings.rag.max_file_mb)
     memory = MemoryService(SQLiteMemoryStore(settings.sqlite_path), hashing)
     return Agent(settings, model=model, knowledge=engine, memory=memory, **kwargs)
 

@@ -113,7 +113,7 @@ def test_malformed_json_and_wrong_types_name_the_field(serve: Callable[..., Live
 
 
 def test_body_and_message_limits_answer_413(serve: Callable[..., LiveServer]) -> None:
-    live = serve(server_max_body_bytes=4096, server_max_message_chars=100)
+    live = serve(server={"max_body_bytes": 4096, "max_message_chars": 100})
     url = live.url + "/api/chat"
     assert_error(httpx.post(url, json={"message": "x" * 101}), 413, "too_large", "message", "100")
     assert_error(httpx.post(url, json={"message": "长" * 5000}), 413, "too_large", "4096 bytes")
@@ -128,7 +128,7 @@ def test_body_and_message_limits_answer_413(serve: Callable[..., LiveServer]) ->
 
 
 def test_upload_over_the_knowledge_base_limit_answers_413(serve: Callable[..., LiveServer]) -> None:
-    live = serve(rag_max_file_mb=0.01)
+    live = serve(rag={"max_file_mb": 0.01})
     big = {"files": ("big.txt", b"word " * 4000, "text/plain")}
     files = frozenset({"files"})  # an upload's error carries each file's result
     assert_error(httpx.post(live.url + "/api/documents", files=big), 413, "too_large", "big.txt", extra=files)

@@ -44,7 +44,7 @@ def test_an_uploaded_docx_bomb_is_refused_naming_the_limit(serve: Callable[..., 
     assert r.status_code == 413, r.text
     assert r.json()["error"]["code"] == "too_large"
     assert r.json()["error"]["message"].startswith("report.docx: word/document.xml inflates ")
-    assert "(rag_max_ratio)" in r.json()["error"]["message"]
+    assert "(rag.max_ratio)" in r.json()["error"]["message"]
     _nothing_left(live)
 
 

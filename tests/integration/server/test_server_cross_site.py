@@ -38,7 +38,7 @@ def assert_refused(r: httpx.Response, code: str, *words: str) -> None:
 
 
 def test_a_rebound_host_name_is_refused_on_every_route(serve: Callable[..., LiveServer], tmp_path: Path) -> None:
-    live = serve(home=tmp_path / "home", server_keyless_admin=True, mcp_startup_timeout=3.0)
+    live = serve(home=tmp_path / "home", server={"keyless_admin": True}, mcp={"startup_timeout": 3.0})
     marker = tmp_path / "ran"
     rebound = {"Host": f"evil.example:{port_of(live)}"}
     with httpx.Client(base_url=live.url, timeout=30) as client:
@@ -59,7 +59,7 @@ def test_a_rebound_host_name_is_refused_on_every_route(serve: Callable[..., Live
 
 
 def test_a_cross_site_origin_cannot_change_anything(serve: Callable[..., LiveServer], tmp_path: Path) -> None:
-    live = serve(home=tmp_path / "home", server_keyless_admin=True, mcp_startup_timeout=3.0)
+    live = serve(home=tmp_path / "home", server={"keyless_admin": True}, mcp={"startup_timeout": 3.0})
     marker = tmp_path / "ran"
     with httpx.Client(base_url=live.url, timeout=30) as client:
         for origin in (EVIL, "null", f"http://localhost:{port_of(live) + 1}", f"https://127.0.0.1:{port_of(live)}x"):
@@ -91,7 +91,7 @@ def test_a_cross_site_multipart_upload_plants_no_document(serve: Callable[..., L
 
 def test_the_web_ui_same_origin_and_clients_without_origin_still_work(serve: Callable[..., LiveServer],
                                                                       fake_llm: FakeOpenAIServer) -> None:
-    live = serve(server_keyless_admin=True)
+    live = serve(server={"keyless_admin": True})
     browser = {"Origin": live.url, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors"}
     with httpx.Client(base_url=live.url, timeout=60) as client:
         r = client.post("/api/documents", files=UPLOAD, headers=browser)
@@ -117,7 +117,7 @@ def test_v1_refusals_have_openais_shape_and_keys_do_not_let_a_page_in(serve: Cal
 
 
 def test_behind_a_proxy_the_public_name_is_allowed_when_configured(serve: Callable[..., LiveServer]) -> None:
-    live = serve(server_allowed_hosts=["saber.example.com", ".corp.example"])
+    live = serve(server={"allowed_hosts": ["saber.example.com", ".corp.example"]})
     with httpx.Client(base_url=live.url, timeout=30) as client:
         for host in ("saber.example.com", "saber.example.com:443", "corp.example", "ai.corp.example"):
             assert client.get("/api/status", headers={"Host": host}).status_code == 200, host
@@ -131,7 +131,7 @@ def test_behind_a_proxy_the_public_name_is_allowed_when_configured(serve: Callab
 
 
 def test_any_host_with_a_star_still_checks_the_origin(serve: Callable[..., LiveServer]) -> None:
-    live = serve(server_allowed_hosts=["*"])
+    live = serve(server={"allowed_hosts": ["*"]})
     with httpx.Client(base_url=live.url, timeout=30) as client:
         assert client.get("/api/status", headers={"Host": "whatever.example"}).status_code == 200
         same = {"Host": "whatever.example", "Origin": "http://whatever.example"}

@@ -62,7 +62,7 @@ def test_one_users_documents_never_reach_another_users_search(serve: Callable[..
 
 def test_an_admin_deletes_a_shared_document_and_a_keyless_server_is_its_operators(
         serve: Callable[..., LiveServer], tmp_path: Any) -> None:
-    live = serve(keys=True, model=False, server_admins=["alice"])
+    live = serve(keys=True, model=False, server={"admins": ["alice"]})
     engine = live.agent.services.knowledge
     assert engine is not None
     shared = engine.ingest_text("Handbook", "Feed twice a day.", source="handbook.md", wait=True).document.id

@@ -58,7 +58,7 @@ def test_an_embedder_that_refuses_the_key_shows_as_failing_with_its_reason_until
         engine = live.agent.services.knowledge
         assert engine is not None and engine._filler is not None
         reason = (f"embedder openai:text-embedding-3-small at {embeddings.base_url}/embeddings answered 401: "
-                  "Incorrect API key provided (check embedding_api_key)")
+                  "Incorrect API key provided (check embedding.api_key)")
         with httpx.Client(base_url=live.url, timeout=60) as client:
             r = client.post("/api/documents", files=[("files", ("cache.md", NOTES.encode(), "text/markdown"))])
             assert r.status_code == 200, r.text

@@ -20,7 +20,7 @@ def marker_command(marker: Path) -> dict[str, object]:
 
 
 def test_add_test_and_remove_a_server_at_run_time(serve: Callable[..., LiveServer], tmp_path: Path) -> None:
-    live = serve(home=tmp_path / "home", mcp_startup_timeout=30.0, server_keyless_admin=True)  # a busy machine starts Python slowly
+    live = serve(home=tmp_path / "home", mcp={"startup_timeout": 30.0}, server={"keyless_admin": True})  # a busy machine starts Python slowly
     toml = tmp_path / "home" / "saber.toml"
     broken = {"name": "broken", "command": sys.executable, "args": ["-c", "print('not json'); import sys; sys.exit(3)"],
               "timeout": 2}
@@ -51,7 +51,7 @@ def test_add_test_and_remove_a_server_at_run_time(serve: Callable[..., LiveServe
 
 def test_a_server_without_keys_refuses_to_manage_mcp_servers_unless_told_to(serve: Callable[..., LiveServer],
                                                                             tmp_path: Path) -> None:
-    live = serve(home=tmp_path / "home", mcp_startup_timeout=3.0)
+    live = serve(home=tmp_path / "home", mcp={"startup_timeout": 3.0})
     marker = tmp_path / "ran"
     with httpx.Client(base_url=live.url, timeout=60) as client:
         for method, path, body in (("GET", "", None), ("POST", "", {"name": "evil", **marker_command(marker)}),
@@ -63,7 +63,7 @@ def test_a_server_without_keys_refuses_to_manage_mcp_servers_unless_told_to(serv
 
 
 def test_only_admins_manage_servers_when_keys_are_configured(serve: Callable[..., LiveServer]) -> None:
-    live = serve(keys=True, server_admins=["alice"])
+    live = serve(keys=True, server={"admins": ["alice"]})
     with httpx.Client(base_url=live.url, timeout=30) as client:
         assert client.get("/api/mcp/servers", headers=ALICE).status_code == 200
         refused = client.get("/api/mcp/servers", headers=BOB)

@@ -55,7 +55,7 @@ def test_a_rejected_model_answer_is_followed_once_by_its_replacement(serve: Call
 def test_an_answer_cut_to_max_answer_chars_after_it_streamed_adds_only_the_note(
         serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
     fake_llm.queue("one two three four five six seven eight nine ten")
-    live = serve(max_answer_chars=20)
+    live = serve(agent={"max_answer_chars": 20})
     text, answer = streamed(live, "saber-chat", "count to ten")
     assert answer.startswith("one two three four f\n[truncated: the answer had 48 characters")
     assert text == "one two three four five six seven eight nine ten" + answer[20:]

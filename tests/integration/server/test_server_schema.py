@@ -25,7 +25,7 @@ def echo(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    settings = settings_for(tmp_path_factory.mktemp("schema") / "home", server_max_running_per_user=64)
+    settings = settings_for(tmp_path_factory.mktemp("schema") / "home", server={"max_running_per_user": 64})
     server = LiveServer(make_agent(settings, None, tools=[echo]), settings).start()
     yield server
     server.stop()

@@ -64,7 +64,7 @@ def test_react_mode_event_order(serve: Callable[..., LiveServer], fake_llm: Fake
     plan = [{"id": "n1", "tool": "get_time", "params": {"timezone": "Asia/Shanghai"}},
             {"id": "n2", "tool": "city_weather", "params": {"city": "北京"}}]
     fake_llm.queue(json.dumps(plan), "北京晴，21°C。")
-    live = serve(tools=[city_weather], planner_stream=False)  # streamed: tests/integration/agent/test_agent_streamed_plan.py
+    live = serve(tools=[city_weather], planner={"stream": False})  # streamed: tests/integration/agent/test_agent_streamed_plan.py
     events = stream(live, {"message": "现在几点，北京天气怎么样", "mode": "react"})
     kinds = [k for _, k, _ in events if k not in ("step", "token")]
     assert kinds[:4] == ["start", "route", "plan", "graph_ready"]
@@ -88,7 +88,7 @@ def test_an_answer_from_the_plans_template_says_so_in_the_json_answer(serve: Cal
                                                                       fake_llm: FakeOpenAIServer) -> None:
     plan = [{"id": "n1", "tool": "city_weather", "params": {"city": "北京"}}, {"answer": "北京：$n1"}]
     fake_llm.queue(json.dumps(plan, ensure_ascii=False))
-    live = serve(tools=[city_weather], planner_stream=False)
+    live = serve(tools=[city_weather], planner={"stream": False})
     body = httpx.post(f"{live.url}/api/chat", json={"message": "北京天气怎么样", "mode": "react"}, timeout=60).json()
     assert body["answer_template"] is True and body["answer"].startswith("北京：") and body["model"]
     assert body["events"][-1]["data"]["answer_template"] is True

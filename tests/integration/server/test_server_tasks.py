@@ -199,7 +199,7 @@ def test_two_users_never_see_or_cancel_each_others_tasks(serve: Callable[..., Li
 
 def test_a_user_at_the_limit_gets_429_others_do_not(serve: Callable[..., LiveServer], fake_llm: FakeOpenAIServer) -> None:
     fake_llm.queue(plan(30))
-    live = serve(tools=[slow_step], builtin=False, keys=True, server_max_running_per_user=1)
+    live = serve(tools=[slow_step], builtin=False, keys=True, server={"max_running_per_user": 1})
     with httpx.Client(base_url=live.url, timeout=30) as client:
         task_id = start_stream(client, {"message": "hold the slot", "mode": "react"}, ALICE)
         r = client.post("/api/chat", json={"message": "现在几点"}, headers=ALICE)

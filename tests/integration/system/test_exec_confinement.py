@@ -63,7 +63,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def exec_for(home: Path, **settings: Any) -> Tool:
-    got = system_tools(Settings(home=home, exec_enabled=True, **settings))
+    got = system_tools(Settings(home=home, exec={"enabled": True}, **settings))
     tools = {t.name: t for t in got.tools}
     assert "exec_command" in tools, got.notes
     return tools["exec_command"]
@@ -83,7 +83,7 @@ def own_namespace(name: str) -> str:
 
 
 async def test_the_command_runs_under_exactly_the_limits_configured(home: Path) -> None:
-    tool = exec_for(home, exec_cpu_seconds=7, exec_memory_mb=300, exec_max_processes=9)
+    tool = exec_for(home, exec={"cpu_seconds": 7, "memory_mb": 300, "max_processes": 9})
     seen = await probe(tool)
     limits = seen["limits"]
     assert limits["Max cpu time"] == "7"
@@ -106,7 +106,7 @@ async def test_the_command_has_namespaces_and_a_session_of_its_own(home: Path) -
     seen = await probe(exec_for(home))
     for name in ("ipc", "uts", "net", "pid", "mnt", "user"):
         assert seen["ns"][name] != own_namespace(name), name
-    with_net = await probe(exec_for(home, exec_network=True))
+    with_net = await probe(exec_for(home, exec={"network": True}))
     assert with_net["ns"]["net"] == own_namespace("net")
     assert with_net["ns"]["ipc"] != own_namespace("ipc")
 
@@ -168,7 +168,7 @@ async def test_the_system_files_a_command_needs_are_there_and_hosts_only_with_th
         if HOST_ETC[name]:
             got = await tool.run({"command": ["test", "-e", f"/etc/{name}"]})
             assert got["exit_code"] == 0, name
-    networked = exec_for(home, exec_network=True)
+    networked = exec_for(home, exec={"network": True})
     for name in ("hosts", "resolv.conf"):
         if HOST_ETC[name]:
             got = await networked.run({"command": ["test", "-e", f"/etc/{name}"]})
@@ -190,7 +190,7 @@ async def test_the_command_runs_in_the_folder_asked_for(home: Path) -> None:
 
 
 async def test_the_output_budget_is_shared_and_exact(home: Path) -> None:
-    tool = exec_for(home, exec_max_output_bytes=4096)
+    tool = exec_for(home, exec={"max_output_bytes": 4096})
     exact = await tool.run({"command": ["python3", "-c", "import sys; sys.stdout.write('x' * 4096)"]})
     assert exact == {"exit_code": 0, "stdout": "x" * 4096, "stderr": ""}
     over = await tool.run({"command": ["python3", "-c", "import sys; sys.stdout.write('x' * 4097)"]})
@@ -227,7 +227,7 @@ async def test_a_command_that_cannot_be_read_is_refused_with_the_reason(home: Pa
         await tool.run({"command": [""]})
     with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
         await tool.run({"command": ["echo", "a\x00b"]})
-    shell = exec_for(home, exec_shell=True)
+    shell = exec_for(home, exec={"shell": True})
     with pytest.raises(ToolArgumentError, match="command: is empty"):
         await shell.run({"command": "  "})
     with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
@@ -240,7 +240,7 @@ async def test_a_command_that_cannot_be_read_is_refused_with_the_reason(home: Pa
 
 
 async def test_an_unconfined_command_still_has_its_limits_and_runs_in_the_workspace(home: Path) -> None:
-    tool = exec_for(home, exec_sandbox="none", exec_cpu_seconds=5, exec_timeout=1.0)
+    tool = exec_for(home, exec={"sandbox": "none", "cpu_seconds": 5, "timeout": 1.0})
     (home / "workspace" / "sub").mkdir(parents=True, exist_ok=True)
     out = await tool.run({"command": ["python3", "-c", PROBE], "cwd": "sub"})
     seen = json.loads(out["stdout"])
@@ -259,7 +259,7 @@ async def test_an_unconfined_command_still_has_its_limits_and_runs_in_the_worksp
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 async def test_the_command_cannot_read_saber_s_own_input(home: Path, sandbox: str) -> None:
-    tool = exec_for(home, exec_sandbox=sandbox)
+    tool = exec_for(home, exec={"sandbox": sandbox})
     read_end, write_end = os.pipe()
     os.write(write_end, b"what the user typed to saber\n")
     os.close(write_end)
@@ -298,7 +298,7 @@ def test_output_cut_after_the_command_ended_is_still_said() -> None:
 
 
 async def test_a_command_that_prints_without_end_is_stopped_and_says_so(home: Path) -> None:
-    out = await exec_for(home, exec_max_output_bytes=4096).run({"command": "yes"})
+    out = await exec_for(home, exec={"max_output_bytes": 4096}).run({"command": "yes"})
     assert out["stdout"] == "y\n" * 2048
     assert out["note"] == "output over 4,096 bytes: the command was stopped"
 
@@ -328,7 +328,7 @@ async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: P
 async def test_a_read_only_workspace_is_read_only_even_where_its_files_allow_writing(home: Path) -> None:
     (home / "workspace").mkdir(parents=True)
     os.chmod(home / "workspace", 0o777)  # anyone may write here: only the mount stops the command
-    tool = exec_for(home, exec_workspace_write=False)
+    tool = exec_for(home, exec={"workspace_write": False})
     out = await tool.run({"command": ["sh", "-c", "echo x > /workspace/x.txt"]})
     assert out["exit_code"] != 0 and "Read-only file system" in out["stderr"]
     assert not (home / "workspace" / "x.txt").exists()

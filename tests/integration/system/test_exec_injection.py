@@ -96,7 +96,7 @@ def node(node_id: str, tool_name: str, params: dict[str, Any], depends_on: list[
 
 
 async def run_denying(home: Path, replies: list[str]) -> tuple[list[Event], list[ApprovalRequired]]:
-    agent = Agent(Settings(home=home, exec_enabled=True, search_backend="none", graph_retry_delay=0.0),
+    agent = Agent(Settings(home=home, exec={"enabled": True}, search={"backend": "none"}, graph={"retry_delay": 0.0}),
                   model=ScriptedModel(replies), tools=[fetch_page])
     events: list[Event] = []
     asked: list[ApprovalRequired] = []

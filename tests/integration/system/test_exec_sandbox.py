@@ -37,7 +37,7 @@ def running_commands() -> str:
 
 
 def exec_for(home: Path, **settings: Any) -> Tool:
-    got = system_tools(Settings(home=home, exec_enabled=True, **settings))
+    got = system_tools(Settings(home=home, **{**settings, "exec": {"enabled": True, **settings.get("exec", {})}}))
     tools = {t.name: t for t in got.tools}
     assert "exec_command" in tools, got.notes
     return tools["exec_command"]
@@ -92,7 +92,7 @@ async def test_no_network(home: Path) -> None:
 
 
 async def test_a_process_bomb_hits_the_process_limit(home: Path) -> None:
-    tool = exec_for(home, exec_max_processes=16, exec_timeout=20)
+    tool = exec_for(home, exec={"max_processes": 16, "timeout": 20})
     bomb = "import os\nfor i in range(200):\n    try:\n        os.fork() or os.pause()\n    except OSError as e:\n        print('limit', i); break"
     started = time.monotonic()
     out = await tool.run({"command": ["python3", "-c", bomb]})
@@ -101,14 +101,14 @@ async def test_a_process_bomb_hits_the_process_limit(home: Path) -> None:
 
 
 async def test_a_hundred_megabytes_of_output_is_cut_and_says_so(home: Path) -> None:
-    tool = exec_for(home, exec_max_output_bytes=4096)
+    tool = exec_for(home, exec={"max_output_bytes": 4096})
     out = await tool.run({"command": "python3 -c 'import sys; sys.stdout.write(\"x\" * 100_000_000)'"})
     assert len(out["stdout"]) <= 4096
     assert "output over 4,096 bytes" in out["note"]
 
 
 async def test_sleeping_past_the_timeout_is_stopped(home: Path) -> None:
-    tool = exec_for(home, exec_timeout=1.0)
+    tool = exec_for(home, exec={"timeout": 1.0})
     started = time.monotonic()
     out = await tool.run({"command": "sleep 30"})
     assert out["note"].startswith("timed out after 1 s")
@@ -124,7 +124,7 @@ async def test_a_background_child_does_not_outlive_the_command(home: Path) -> No
 
 
 async def test_memory_and_cpu_limits(home: Path) -> None:
-    tool = exec_for(home, exec_memory_mb=256, exec_cpu_seconds=1, exec_timeout=20)
+    tool = exec_for(home, exec={"memory_mb": 256, "cpu_seconds": 1, "timeout": 20})
     out = await tool.run({"command": ["python3", "-c", "x = bytearray(1024 * 1024 * 1024)"]})
     assert "MemoryError" in out["stderr"]
     out = await tool.run({"command": ["python3", "-c", "while True: pass"]})
@@ -139,12 +139,12 @@ def test_the_allow_list_decides_what_asks_first(home: Path) -> None:
     assert tool.approval_reason({"command": "python3 -c 'print(1)'"}) == "python3 is not on the allow-list"
     assert tool.approval_reason({"command": "python3 script.py"}) == "python3 is not on the allow-list"
     assert tool.approval_reason({"command": "rm -rf /workspace"}) == "rm is not on the allow-list"
-    shell = exec_for(home, exec_shell=True)
+    shell = exec_for(home, exec={"shell": True})
     assert shell.approval_reason({"command": "ls"}) == "shell commands always need approval"
 
 
 async def test_a_read_only_workspace(home: Path) -> None:
-    tool = exec_for(home, exec_workspace_write=False)
+    tool = exec_for(home, exec={"workspace_write": False})
     out = await tool.run({"command": "sh -c 'echo x > /workspace/x.txt'"})
     assert out["exit_code"] != 0 and not (home / "workspace" / "x.txt").exists()
 
@@ -174,7 +174,7 @@ async def test_an_allowed_name_runs_the_system_binary_not_a_workspace_file(home:
 async def test_a_timed_out_command_runs_once_and_reports_its_own_timeout(home: Path) -> None:
     """exec.timeout equal to the graph's step timeout (as by default): the command's own limit
     fires first, and the command is not run again."""
-    tool = exec_for(home, exec_timeout=1.0)
+    tool = exec_for(home, exec={"timeout": 1.0})
     command = ["sh", "-c", "echo ran >> runs.txt; sleep 30"]
     graph = TaskGraph([Node(id="n1", tool="exec_command", params={"command": command})])
     result = await GraphRuntime(graph, {"exec_command": tool}, GraphConfig(step_timeout=1.0, retry_delay=0.0)).run()
@@ -196,14 +196,14 @@ def test_a_bubblewrap_without_disable_userns_is_not_used(tmp_path: Path, monkeyp
         assert real is not None
         (bin_dir / name).symlink_to(real)
     monkeypatch.setenv("PATH", str(bin_dir))
-    got = system_tools(Settings(home=tmp_path / "home", exec_enabled=True))
+    got = system_tools(Settings(home=tmp_path / "home", exec={"enabled": True}))
     assert "exec_command" not in [t.name for t in got.tools]
     assert any("bubblewrap is too old: 0.8 or later" in note for note in got.notes), got.notes
 
 
 def test_an_allow_list_word_that_is_no_system_program_is_said(home: Path) -> None:
     (home / "workspace").mkdir(parents=True)
-    got = system_tools(Settings(home=home, exec_enabled=True, exec_allow=["ls", "no-such-program", "./ls"]))
+    got = system_tools(Settings(home=home, exec={"enabled": True, "allow": ["ls", "no-such-program", "./ls"]}))
     assert [n for n in got.notes if n.startswith("exec.allow")] == [
         "exec.allow: no-such-program: no such program on /usr/local/bin:/usr/bin:/bin (it asks for approval)",
         "exec.allow: ./ls: a relative path; name a program, or give its absolute path (it asks for approval)"]

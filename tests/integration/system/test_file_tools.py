@@ -115,18 +115,18 @@ async def test_settings_decide_what_is_registered(tmp_path: Path) -> None:
     assert [t.name for t in default.tools] == ["read_file", "list_dir", "search_files"]
     assert any("exec_command is off" in n for n in default.notes)
     assert (tmp_path / "workspace").is_dir()
-    writing = system_tools(Settings(home=tmp_path, files_write=True))
+    writing = system_tools(Settings(home=tmp_path, files={"write": True}))
     assert "write_file" in [t.name for t in writing.tools]
-    off = system_tools(Settings(home=tmp_path, files_enabled=False))
+    off = system_tools(Settings(home=tmp_path, files={"enabled": False}))
     assert off.tools == []
 
 
 async def test_exec_is_not_registered_when_bubblewrap_cannot_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    got = system_tools(Settings(home=tmp_path, exec_enabled=True))
+    got = system_tools(Settings(home=tmp_path, exec={"enabled": True}))
     assert "exec_command" not in [t.name for t in got.tools]
     assert any("bubblewrap" in n and "never runs unconfined" in n for n in got.notes)
-    unconfined = system_tools(Settings(home=tmp_path, exec_enabled=True, exec_sandbox="none"))
+    unconfined = system_tools(Settings(home=tmp_path, exec={"enabled": True, "sandbox": "none"}))
     assert "exec_command" in [t.name for t in unconfined.tools]
     assert any("WITHOUT a sandbox" in n for n in unconfined.notes)
     assert os.environ["PATH"] == str(tmp_path / "empty")

@@ -82,7 +82,7 @@ async def test_none_gives_a_clear_not_configured_error() -> None:
 
 async def test_tavily_without_key_fails_on_use_naming_the_setting() -> None:
     tool = make_search_tool("tavily")
-    with pytest.raises(ToolError, match="SABER_TAVILY_API_KEY") as info:
+    with pytest.raises(ToolError, match="SABER_SEARCH_TAVILY_API_KEY") as info:
         await tool.run({"query": "anything"})
     assert not info.value.retryable
 
@@ -161,8 +161,8 @@ def test_format_is_numbered_compact_and_trims_long_snippets() -> None:
 
 def test_builtin_tools_from_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setenv("SABER_HOME", str(tmp_path))
-    settings = Settings(search_backend="searxng", searxng_url="http://searx.local", default_timezone="Asia/Tokyo",
-                        tool_timeout=3.0)
+    settings = Settings(search={"backend": "searxng", "searxng_url": "http://searx.local"},
+                        tools={"default_timezone": "Asia/Tokyo", "timeout": 3.0})
     tools = {t.name: t for t in builtin_tools(settings)}
     assert set(tools) == {"get_time", "convert_time", "get_weather", "search_web"}
     assert tools["search_web"].race_group == "search"

@@ -13,7 +13,7 @@ from saber.cli.render import RunState, progress_line
 
 
 def test_a_query_over_max_query_chars_is_a_usage_error() -> None:
-    settings = cast(Any, SimpleNamespace(max_query_chars=10))
+    settings = cast(Any, SimpleNamespace(agent=SimpleNamespace(max_query_chars=10)))
     _check_length(settings, "x" * 10)
     with pytest.raises(CLIError, match="11 characters long; the maximum is 10") as caught:
         _check_length(settings, "x" * 11)

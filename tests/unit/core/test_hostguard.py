@@ -33,8 +33,8 @@ def test_allowed_hosts_and_keyless_admin_come_from_the_environment(monkeypatch: 
     monkeypatch.setenv("SABER_SERVER_ALLOWED_HOSTS", "saber.example.com, .corp.example")
     monkeypatch.setenv("SABER_SERVER_KEYLESS_ADMIN", "true")
     settings = Settings.load()
-    assert settings.server_allowed_hosts == ["saber.example.com", ".corp.example"] and settings.server_keyless_admin
-    hosts = AllowedHosts(settings.server_allowed_hosts)
+    assert settings.server.allowed_hosts == ["saber.example.com", ".corp.example"] and settings.server.keyless_admin
+    hosts = AllowedHosts(settings.server.allowed_hosts)
     assert hosts.allows("ai.corp.example", None) and not hosts.allows("saber.example.com.evil", None)
     monkeypatch.delenv("SABER_SERVER_KEYLESS_ADMIN")
-    assert not Settings.load().server_keyless_admin  # off unless said
+    assert not Settings.load().server.keyless_admin  # off unless said

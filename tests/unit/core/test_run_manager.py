@@ -24,7 +24,7 @@ def model() -> ScriptedModel:
 
 @pytest.fixture
 async def agent(tmp_path: Path, model: ScriptedModel) -> AsyncIterator[Agent]:
-    built = Agent(Settings(home=tmp_path, search_backend="none"), model=model, builtin=False)
+    built = Agent(Settings(home=tmp_path, search={"backend": "none"}), model=model, builtin=False)
     yield built
     await built.aclose()
 

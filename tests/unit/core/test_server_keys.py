@@ -116,8 +116,8 @@ def test_new_keys_are_long_random_and_hash_to_what_the_settings_hold() -> None:
 def test_keys_from_settings_and_a_keys_file_are_merged(tmp_path: Path) -> None:
     keys_file = tmp_path / "keys"
     keys_file.write_text(f"# team keys\n\n  bob {hash_key(BOB)}  # Bob's laptop # since May\n", encoding="utf-8")
-    settings = Settings(server_api_keys={hash_key(ALICE).upper().replace("SHA256", "sha256"): " alice "},
-                        server_keys_file=keys_file)
+    settings = Settings(server={"api_keys": {hash_key(ALICE).upper().replace("SHA256", "sha256"): " alice "},
+                                "keys_file": keys_file})
     ring = KeyRing.from_settings(settings)
     assert ring.user_for(ALICE) == "alice" and ring.user_for(BOB) == "bob"
     assert KeyRing.from_settings(Settings()).enabled is False
@@ -140,14 +140,14 @@ def test_a_keys_file_line_that_is_not_a_user_and_a_hash_is_refused_with_its_line
 def test_a_key_written_in_place_of_its_hash_is_refused_without_showing_it_whole() -> None:
     secret = "sk-saber-" + "x" * 40
     with pytest.raises(ConfigError) as caught:
-        KeyRing.from_settings(Settings(server_api_keys={secret: "alice"}))
+        KeyRing.from_settings(Settings(server={"api_keys": {secret: "alice"}}))
     assert str(caught.value) == (f"server.api_keys: {secret[:20]!r} is not a key hash: write 'sha256:<64 hex digits>' "
                                  "(saber serve --new-key USER prints one), never the key itself")
 
 
 def test_a_blank_user_or_an_unreadable_keys_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="server.api_keys: the user id must be a non-empty string"):
-        KeyRing.from_settings(Settings(server_api_keys={hash_key(ALICE): "  "}))
+        KeyRing.from_settings(Settings(server={"api_keys": {hash_key(ALICE): "  "}}))
     with pytest.raises(ConfigError) as caught:
         read_keys_file(tmp_path / "missing")
     assert str(caught.value) == f"{tmp_path / 'missing'}: cannot read the keys file: No such file or directory"

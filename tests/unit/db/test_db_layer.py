@@ -39,10 +39,10 @@ def test_every_store_on_one_file_shares_one_database_and_its_pool(tmp_path: Path
 
 
 def test_pool_size_comes_from_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SABER_DB_POOL_SIZE", "7")
+    monkeypatch.setenv("SABER_DATABASE_POOL_SIZE", "7")
     settings = Settings(home=tmp_path)
-    assert settings.db_pool_size == 7
-    store = SQLiteCheckpointStore(settings.sqlite_path, pool_size=settings.db_pool_size)
+    assert settings.database.pool_size == 7
+    store = SQLiteCheckpointStore(settings.sqlite_path, pool_size=settings.database.pool_size)
 
     async def pool_size() -> int:
         await store.list_tasks()
@@ -52,8 +52,8 @@ def test_pool_size_comes_from_the_setting(tmp_path: Path, monkeypatch: pytest.Mo
         return int(size)
 
     assert asyncio.run(pool_size()) == 7
-    monkeypatch.setenv("SABER_DB_POOL_SIZE", "0")
-    with pytest.raises(ValueError, match="db_pool_size"):
+    monkeypatch.setenv("SABER_DATABASE_POOL_SIZE", "0")
+    with pytest.raises(ValueError, match=r"database\.pool_size"):
         Settings(home=tmp_path)
 
 

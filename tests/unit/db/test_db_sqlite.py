@@ -143,7 +143,7 @@ def _hold(db: Database, n: int) -> tuple[list[sqlite3.Connection], threading.Eve
 
 
 def test_a_burst_opens_overflow_connections_and_closes_them_when_they_come_back(tmp_path: Path) -> None:
-    db = Database(tmp_path / "pool.db", pool_size=2)  # db_pool_size 2: 2 kept, 2 more for a burst
+    db = Database(tmp_path / "pool.db", pool_size=2)  # database.pool_size 2: 2 kept, 2 more for a burst
     conns, release, threads = _hold(db, 4)
     assert len({id(c) for c in conns}) == 4 and db.engine.pool.checkedout() == 4
     release.set()
@@ -159,7 +159,7 @@ def test_a_burst_opens_overflow_connections_and_closes_them_when_they_come_back(
 def test_a_full_pool_waits_for_a_connection_then_raises_a_clear_error(tmp_path: Path) -> None:
     db = Database(tmp_path / "pool.db", pool_size=1, pool_timeout=0.05)
     conns, release, threads = _hold(db, 2)
-    with pytest.raises(PoolTimeout, match=r"pool\.db came free in 0\.05 s: all 2 are in use \(db_pool_size 1"), \
+    with pytest.raises(PoolTimeout, match=r"pool\.db came free in 0\.05 s: all 2 are in use \(database\.pool_size 1"), \
             db.transaction():
         pass
     release.set()

@@ -1,6 +1,7 @@
-"""``GraphConfig`` and ``Settings`` share one set of defaults and one unit (seconds); old names
-(``max_retries``, ``*_ms``, ``graph_max_retries``) keep working."""
+"""``GraphConfig`` is the graph section of ``Settings`` (one set of defaults, one unit: seconds); old
+names (``max_retries``, ``*_ms``, ``graph_max_retries``) keep working."""
 
+# codemod_settings: keep (the old flat spellings are what these tests exercise)
 from __future__ import annotations
 
 import dataclasses
@@ -18,10 +19,10 @@ def test_default_settings_give_the_default_graph_config(tmp_path: Path) -> None:
 
 
 def test_every_graph_setting_reaches_the_config_in_seconds(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, graph_max_parallel=2, graph_max_attempts=5, graph_retry_delay=0.5,
-                        graph_step_timeout=7.5, graph_sub_agent_timeout=70, graph_enable_racing=False,
-                        graph_race_timeout=12, graph_hedge=0.25, graph_on_failure="continue", graph_max_replan=2,
-                        max_tool_result_chars=999)
+    settings = Settings(home=tmp_path, graph={"max_parallel": 2, "max_attempts": 5, "retry_delay": 0.5,
+                                              "step_timeout": 7.5, "sub_agent_timeout": 70, "enable_racing": False,
+                                              "race_timeout": 12, "hedge": 0.25, "on_failure": "continue",
+                                              "max_replan": 2, "max_result_chars": 999})
     config = GraphConfig.from_settings(settings, max_replan=0)
     assert config == GraphConfig(max_parallel=2, max_attempts=5, retry_delay=0.5, step_timeout=7.5,
                                  sub_agent_timeout=70, enable_racing=False, race_timeout=12, hedge=0.25,
@@ -53,19 +54,22 @@ def test_a_checkpoint_stored_with_the_old_names_loads() -> None:
 def test_the_old_setting_name_works_from_keyword_env_and_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, "saber.config")
-    assert Settings(home=tmp_path, graph_max_retries=4).graph_max_attempts == 4
-    assert "graph_max_retries is deprecated: use graph_max_attempts" in caplog.text
+    with pytest.warns(DeprecationWarning, match=r"Settings\(graph_max_retries=\.\.\.\) is deprecated"):
+        assert Settings(home=tmp_path, graph_max_retries=4).graph.max_attempts == 4
     (tmp_path / "saber.toml").write_text("[graph]\nmax_retries = 2\n", encoding="utf-8")
-    assert Settings(home=tmp_path).graph_max_attempts == 2
+    assert Settings(home=tmp_path).graph.max_attempts == 2
+    assert "[graph] max_retries is deprecated: write [graph] max_attempts" in caplog.text
     (tmp_path / "saber.toml").write_text("[graph]\nmax_attempts = 6\n", encoding="utf-8")
-    assert Settings(home=tmp_path).graph_max_attempts == 6
+    assert Settings(home=tmp_path).graph.max_attempts == 6
     monkeypatch.setenv("SABER_GRAPH_MAX_RETRIES", "7")
     (tmp_path / "saber.toml").unlink()
-    assert Settings(home=tmp_path).graph_max_attempts == 7
+    assert Settings(home=tmp_path).graph.max_attempts == 7
     monkeypatch.setenv("SABER_GRAPH_MAX_ATTEMPTS", "8")
-    assert Settings(home=tmp_path).graph_max_attempts == 8
+    assert Settings(home=tmp_path).graph.max_attempts == 8
 
 
 def test_settings_reject_a_negative_timeout(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="graph_step_timeout"):
-        Settings(home=tmp_path, graph_step_timeout=-1)
+    with pytest.raises(ValueError, match=r"graph\.step_timeout\n.*greater than or equal to 0"):
+        Settings(home=tmp_path, graph={"step_timeout": -1})
+    with pytest.raises(ValueError, match="step_timeout must not be negative"):
+        GraphConfig(step_timeout=-1)  # built by hand: checked the same

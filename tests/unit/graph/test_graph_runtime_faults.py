@@ -61,7 +61,7 @@ async def test_a_huge_result_is_cut_with_a_note_naming_the_limit() -> None:
     result = await GraphRuntime([Node(id="n1", tool="big")], {"big": fn_tool("big", huge)},
                                 GraphConfig(max_result_chars=100)).run()
     text = result.nodes["n1"].result
-    assert text.startswith("x" * 100) and "5,000 characters" in text and "max_tool_result_chars" in text
+    assert text.startswith("x" * 100) and "5,000 characters" in text and "graph.max_result_chars" in text
 
 
 async def test_a_bug_applying_an_outcome_fails_only_that_node(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -103,12 +103,8 @@ def test_factory_without_a_model_gives_nomodel() -> None:
 
 def test_factory_with_a_model_gives_a_retrying_openai_model() -> None:
     settings = Settings.load(
-        llm_model="deepseek-chat",
-        llm_base_url="http://127.0.0.1:9/v1",
-        llm_api_key="sk-test-123",
-        llm_temperature=0.7,
-        llm_timeout=12.5,
-        llm_max_retries=4,
+        llm={"model": "deepseek-chat", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-test-123",
+             "temperature": 0.7, "timeout": 12.5, "max_retries": 4},
     )
     model = model_from_settings(settings)
     assert isinstance(model, RetryingModel)

@@ -32,7 +32,7 @@ prefix = "docs_"
 timeout = 5
 enabled = false
 ''')
-    time, docs = settings.mcp_servers
+    time, docs = settings.mcp.servers
     assert (time.name, time.transport, time.args) == ("time", "stdio", ["--local-timezone", "Asia/Shanghai"])
     assert (docs.transport, docs.headers, docs.tools, docs.prefix, docs.timeout, docs.enabled) == (
         "http", {"Authorization": "Bearer abc"}, ["search"], "docs_", 5.0, False)
@@ -74,7 +74,7 @@ def test_two_servers_with_one_name(tmp_path: Path) -> None:
 
 def test_servers_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SABER_MCP_SERVERS", '[{"name": "e", "url": "https://example.test/mcp"}]')
-    assert [s.name for s in Settings.load(home=tmp_path).mcp_servers] == ["e"]
+    assert [s.name for s in Settings.load(home=tmp_path).mcp.servers] == ["e"]
 
 
 def test_add_and_remove_keep_the_rest_of_the_file(tmp_path: Path) -> None:
@@ -83,8 +83,8 @@ def test_add_and_remove_keep_the_rest_of_the_file(tmp_path: Path) -> None:
     path.write_text(original, encoding="utf-8")
     add_server(path, MCPServerConfig(name="docs", url="http://h/mcp", headers={"Authorization": "Bearer 令牌"}))
     settings = Settings.load(home=tmp_path)
-    assert [s.name for s in settings.mcp_servers] == ["a", "docs"]
-    assert settings.mcp_servers[1].headers == {"Authorization": "Bearer 令牌"} and settings.rag_child_size == 300
+    assert [s.name for s in settings.mcp.servers] == ["a", "docs"]
+    assert settings.mcp.servers[1].headers == {"Authorization": "Bearer 令牌"} and settings.rag.child_size == 300
     text = path.read_text(encoding="utf-8")
     assert "# comment kept" in text and "# trailing comment" in text
     with pytest.raises(ConfigError, match="already configured"):
@@ -97,7 +97,7 @@ def test_add_to_a_missing_file_creates_it(tmp_path: Path) -> None:
     path = tmp_path / "new" / "saber.toml"
     add_server(path, MCPServerConfig(name="t", command="mcp-server-time", args=["--local-timezone", "UTC"], tools=["get_current_time"]))
     settings = Settings.load(home=path.parent)
-    assert settings.mcp_servers[0].tools == ["get_current_time"]
+    assert settings.mcp.servers[0].tools == ["get_current_time"]
     assert "timeout" not in path.read_text(encoding="utf-8")  # defaults are not written
 
 
@@ -109,11 +109,11 @@ async def test_the_service_adds_and_removes_servers_and_saves_them(tmp_path: Pat
     manager = MCPManager(ToolRegistry())
     status = await manager.add(MCPServerConfig(name="later", command="mcp-server-time", enabled=False), save_to=path)
     assert status["state"] == "disabled" and [s["name"] for s in manager.list()] == ["later"]
-    assert [s.name for s in Settings.load(home=tmp_path).mcp_servers] == ["later"]
+    assert [s.name for s in Settings.load(home=tmp_path).mcp.servers] == ["later"]
     with pytest.raises(ValueError, match="already exists"):
         await manager.add(MCPServerConfig(name="later", command="x"))
     assert await manager.remove("later", save_to=path) and not await manager.remove("later")
-    assert manager.list() == [] and Settings.load(home=tmp_path).mcp_servers == []
+    assert manager.list() == [] and Settings.load(home=tmp_path).mcp.servers == []
     await manager.aclose()
 
 
@@ -124,4 +124,4 @@ def test_saber_config_masks_header_and_env_secrets(tmp_path: Path) -> None:
                               'headers = { Authorization = "Bearer sk-secret-token-12345" }\nenv = { KEY = "short" }\n')
     shown = json.dumps(settings.masked())  # serialisable, for `saber config --json`
     assert "sk-secret-token" not in shown and "short" not in shown
-    assert settings.masked()["mcp_servers"][0]["headers"] == {"Authorization": "Bea…2345"}
+    assert settings.masked()["mcp"]["servers"][0]["headers"] == {"Authorization": "Bea…2345"}

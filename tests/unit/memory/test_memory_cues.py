@@ -93,5 +93,5 @@ def test_bad_settings_are_named() -> None:
         ExtractionPolicy("sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least 1"):
         ExtractionPolicy("batch", batch=0)
-    with pytest.raises(ValueError, match="memory_extraction"):
-        Settings(memory_extraction="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"memory\.extraction"):
+        Settings(memory={"extraction": "sometimes"})  # type: ignore[arg-type]

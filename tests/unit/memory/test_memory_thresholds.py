@@ -52,7 +52,7 @@ def test_another_embedder_is_calibrated_and_separates_its_probes(sqlite_store: S
 
 
 def test_settings_override_the_embedder_thresholds(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, memory_merge_threshold=0.5, memory_min_relevance=0.2)
+    settings = Settings(home=tmp_path, memory={"merge_threshold": 0.5, "min_relevance": 0.2})
     service = MemoryService.from_settings(settings, embedder=HashingEmbedder())
     try:
         assert (service.longterm.thresholds.merge, service.longterm.thresholds.min_relevance) == (0.5, 0.2)

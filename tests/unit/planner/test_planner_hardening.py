@@ -45,7 +45,7 @@ def test_a_long_numbered_plan_is_capped_and_read_only_up_to_the_cap(monkeypatch:
     text = "\n".join(f'{i}. search("q{i} ${i - 1}")' for i in range(1, 10_001))
     plan = parse_plan(text, TOOLS, max_nodes=50)
     assert len(plan.nodes) == 50 and len(calls) == 50
-    assert any("more than 50 steps" in w and "planner_max_nodes" in w for w in plan.warnings)
+    assert any("more than 50 steps" in w and "planner.max_nodes" in w for w in plan.warnings)
     assert plan.nodes[-1].depends_on == ["n49"]
 
 

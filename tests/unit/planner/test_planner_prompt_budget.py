@@ -45,7 +45,7 @@ TYPICAL = [
 @pytest.fixture
 def tools(tmp_path: Path) -> Iterator[dict[str, Tool]]:
     """The tools a default Agent registers: the built-ins, the workspace tools and the knowledge base's."""
-    settings = Settings(home=tmp_path, search_backend="none")
+    settings = Settings(home=tmp_path, search={"backend": "none"})
     engine = RagEngine(SQLiteStore(str(tmp_path / "kb.db")), HashingEmbedder())
     every = [*builtin_tools(settings), *system_tools(settings).tools, *knowledge_tools(engine)]
     yield {t.name: t for t in every}

@@ -12,7 +12,7 @@ from saber.tools.builtin import builtin_tools
 from saber.tools.builtin.conversion import conversion_request
 from saber.tools.builtin.wallclock import find_clock_time
 
-TOOLS = {t.name: t for t in builtin_tools(Settings(search_backend="none"))}
+TOOLS = {t.name: t for t in builtin_tools(Settings(search={"backend": "none"}))}
 
 CONVERSIONS = [
     ("把北京时间下午3点换算成伦敦时间", {"time": "下午3点", "from_timezone": "北京", "to_timezone": "伦敦"}),

@@ -40,15 +40,15 @@ def _refused(path: Path, limits: ReadLimits | None = None) -> LimitExceeded:
 def test_a_docx_bomb_is_refused_by_its_ratio_before_it_is_inflated(bombs: dict[str, Path]) -> None:
     assert bombs["docx"].stat().st_size < 400 * 1024
     error = _refused(bombs["docx"])
-    assert error.setting == "rag_max_ratio" and isinstance(error, FileTooLarge)
+    assert error.setting == "rag.max_ratio" and isinstance(error, FileTooLarge)
     assert str(error).startswith("bomb.docx: word/document.xml inflates 1,")
-    assert "(rag_max_ratio)" in str(error)
+    assert "(rag.max_ratio)" in str(error)
 
 
 def test_a_docx_bomb_within_the_ratio_is_refused_by_its_inflated_size(bombs: dict[str, Path]) -> None:
     error = _refused(bombs["docx"], ReadLimits(max_ratio=100_000))
-    assert error.setting == "rag_max_inflated_mb"
-    assert "would inflate to 200.0 MB" in str(error) and "100 MB limit (rag_max_inflated_mb)" in str(error)
+    assert error.setting == "rag.max_inflated_mb"
+    assert "would inflate to 200.0 MB" in str(error) and "100 MB limit (rag.max_inflated_mb)" in str(error)
 
 
 def test_a_forged_zip_size_is_caught_as_the_member_inflates(bombs: dict[str, Path]) -> None:
@@ -59,10 +59,10 @@ def test_a_forged_zip_size_is_caught_as_the_member_inflates(bombs: dict[str, Pat
 
 def test_a_pdf_whose_stream_inflates_past_the_limit_is_refused(bombs: dict[str, Path]) -> None:
     error = _refused(bombs["pdf"])
-    assert error.setting == "rag_max_ratio"
-    assert str(error).startswith("bomb.pdf: a stream inflates past 19.5 MB, the limit (rag_max_ratio)")
+    assert error.setting == "rag.max_ratio"
+    assert str(error).startswith("bomb.pdf: a stream inflates past 19.5 MB, the limit (rag.max_ratio)")
     error = _refused(bombs["pdf"], ReadLimits(max_ratio=100_000, max_inflated_bytes=50 * MB))
-    assert error.setting == "rag_max_inflated_mb"
+    assert error.setting == "rag.max_inflated_mb"
 
 
 def test_extracted_text_is_limited(tmp_path: Path) -> None:
@@ -75,8 +75,8 @@ def test_extracted_text_is_limited(tmp_path: Path) -> None:
     (tmp_path / "long.txt").write_text("words " * 1000, encoding="utf-8")
     for name in ("long.docx", "long.txt"):
         error = _refused(tmp_path / name, ReadLimits(max_text_chars=2000))
-        assert error.setting == "rag_max_text_chars"
-        assert "more than 2,000 characters of text, over the limit (rag_max_text_chars)" in str(error)
+        assert error.setting == "rag.max_text_chars"
+        assert "more than 2,000 characters of text, over the limit (rag.max_text_chars)" in str(error)
     assert "paragraph 299" in load_file(tmp_path / "long.docx").text  # within the default limits
 
 
@@ -144,7 +144,7 @@ def test_saber_ingest_reports_a_bomb_in_one_line_and_stores_nothing(bombs: dict[
         set_engine_factory(None)
     assert isinstance(result.exception, CLIError)
     lines = [line for line in result.output.splitlines() if "bomb.docx" in line]
-    assert len(lines) == 1 and "(rag_max_ratio)" in lines[0], result.output
+    assert len(lines) == 1 and "(rag.max_ratio)" in lines[0], result.output
     assert RagEngine(SQLiteStore(db), HashingEmbedder(256)).list_documents() == []
 
 
@@ -152,12 +152,13 @@ def test_the_limits_come_from_the_rag_settings(tmp_path: Path, bombs: dict[str, 
     from saber.config import Settings
     from saber.rag import engine_from_settings
 
-    engine = engine_from_settings(Settings(home=tmp_path, rag_max_inflated_mb=150, rag_max_ratio=5000,
-                                           rag_max_text_chars=50_000))
+    engine = engine_from_settings(Settings(home=tmp_path,
+                                           rag={"max_inflated_mb": 150, "max_ratio": 5000,
+                                                "max_text_chars": 50_000}))
     (tmp_path / "long.txt").write_text("words " * 10_000, encoding="utf-8")
     try:
         assert engine.read_limits == ReadLimits(max_inflated_bytes=150 * MB, max_ratio=5000, max_text_chars=50_000)
-        with pytest.raises(LimitExceeded, match=r"150 MB limit \(rag_max_inflated_mb\)"):
+        with pytest.raises(LimitExceeded, match=r"150 MB limit \(rag\.max_inflated_mb\)"):
             engine.ingest_file(bombs["docx"])  # within 5000:1: the 200 MB passes the ratio, not the size
         with pytest.raises(LimitExceeded, match=r"more than 50,000 characters"):
             engine.ingest_file(tmp_path / "long.txt")

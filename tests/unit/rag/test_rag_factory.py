@@ -34,12 +34,12 @@ def test_a_knowledge_base_indexed_with_e5_keeps_e5_unless_another_is_named(tmp_p
     engine = engine_from_settings(Settings(home=tmp_path))
     assert isinstance(engine.embedder, LocalE5Embedder) and engine.search("green tea", 1)[0].title == "Tea"
     engine.close()
-    named = engine_from_settings(Settings(home=tmp_path, embedding_local_model="use-multilingual-v3"))
+    named = engine_from_settings(Settings(home=tmp_path, embedding={"local_model": "use-multilingual-v3"}))
     assert isinstance(named.embedder, LocalUSEEmbedder)
     with pytest.raises(EmbeddingError, match="indexed with local:multilingual-e5-small"):
         named.search("green tea", 1)
     named.close()
-    fresh = engine_from_settings(Settings(home=tmp_path / "new", embedding_local_model="multilingual-e5-small"))
+    fresh = engine_from_settings(Settings(home=tmp_path / "new", embedding={"local_model": "multilingual-e5-small"}))
     assert isinstance(fresh.embedder, LocalE5Embedder)
     fresh.close()
 
@@ -52,8 +52,8 @@ def test_use_reads_at_most_its_window_of_a_long_text() -> None:
 
 
 def test_bad_configuration_is_named() -> None:
-    with pytest.raises(ValueError, match="embedding_base_url"):
-        embedder_from_settings(Settings(embedding_provider="openai"))
+    with pytest.raises(ValueError, match=r"embedding\.base_url"):
+        embedder_from_settings(Settings(embedding={"provider": "openai"}))
     with pytest.raises(ValueError, match="mysql"):
         open_store("mysql://x/y")
 

@@ -29,7 +29,7 @@ def module_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_module_s_tools_are_registered_by_every_agent(module_dir: Path, tmp_path: Path) -> None:
     assert [t.name for t in configured_tools(["team_tools"])] == ["shout"]
-    settings = Settings(home=tmp_path / "home", tools_modules=["team_tools"], search_backend="none")
+    settings = Settings(home=tmp_path / "home", tools={"modules": ["team_tools"]}, search={"backend": "none"})
     agent = Agent(settings, model=ScriptedModel([]), builtin=False)
     assert "shout" in agent.registry.snapshot()
 
@@ -46,6 +46,6 @@ def test_a_module_that_cannot_be_used_is_one_clear_error(module_dir: Path, name:
 
 def test_the_setting_reads_a_comma_list_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SABER_TOOLS_MODULES", "a.b, c")
-    assert Settings(home=tmp_path).tools_modules == ["a.b", "c"]
+    assert Settings(home=tmp_path).tools.modules == ["a.b", "c"]
     monkeypatch.setenv("SABER_TOOLS_MODULES", '["x.y"]')
-    assert Settings(home=tmp_path).tools_modules == ["x.y"]
+    assert Settings(home=tmp_path).tools.modules == ["x.y"]

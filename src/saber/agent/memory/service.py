@@ -172,12 +172,12 @@ class MemoryService:
         cls, settings: Settings, *, embedder: Embedder | None = None, model: ChatModel | None = None
     ) -> MemoryService:
         return cls.open(
-            home=settings.home, database_url=settings.database_url, embedder=embedder,
-            model=model, history_window=settings.history_turns, history_max_chars=settings.history_max_chars,
-            merge_threshold=settings.memory_merge_threshold, min_relevance=settings.memory_min_relevance,
-            half_life_days=settings.memory_half_life_days,
-            pool_size=settings.db_pool_size, extraction=settings.memory_extraction,
-            extraction_batch=settings.memory_extraction_batch,
+            home=settings.home, database_url=settings.database.url, embedder=embedder,
+            model=model, history_window=settings.history.turns, history_max_chars=settings.history.max_chars,
+            merge_threshold=settings.memory.merge_threshold, min_relevance=settings.memory.min_relevance,
+            half_life_days=settings.memory.half_life_days,
+            pool_size=settings.database.pool_size, extraction=settings.memory.extraction,
+            extraction_batch=settings.memory.extraction_batch,
         )
 
     def close(self) -> None:

@@ -55,7 +55,7 @@ async def make_plan(turn: Turn) -> tuple[ParsedPlan, str]:
     if not turn.has_model:
         return _rules(turn, agents, []), "rules"
     messages = _planner_messages(turn, agents)
-    fmt = plan_response_format(turn.tools, agents) if turn.services.settings.llm_structured_output else None
+    fmt = plan_response_format(turn.tools, agents) if turn.services.settings.llm.structured_output else None
     try:
         completion = await turn.model.complete(messages, response_format=fmt, temperature=0)
     except ModelError as exc:
@@ -81,8 +81,8 @@ def _planner_messages(turn: Turn, agents: Mapping[str, str]) -> list[Message]:
     keep = turn.selected_tools or ()
     candidates = preselect_tools(turn.query, turn.tools, keep=keep)
     shown, selected = select_prompt_tools(
-        turn.query, candidates, turn.services.tool_index, above=turn.services.settings.tools_select_above,
-        k=turn.services.settings.tools_select_k, keep=keep)
+        turn.query, candidates, turn.services.tool_index, above=turn.services.settings.tools.select_above,
+        k=turn.services.settings.tools.select_k, keep=keep)
     turn.prompt_tools = selected if selected is not None or len(shown) == len(turn.tools) else list(shown)
     return build_planner_prompt(turn.query, shown, agents=preselect_agents(turn.query, agents),
                                 preferences=turn.preferences, history=turn.history, language=turn.lang)
@@ -93,7 +93,7 @@ _INLINE_PLAN_CHARS = 16_384
 
 async def _parse_off_loop(text: str, turn: Turn, agents: Mapping[str, str]) -> ParsedPlan:
     """``parse_plan`` capped at ``planner_max_nodes``; a long output is parsed in a thread, off the loop."""
-    cap = turn.services.settings.planner_max_nodes
+    cap = turn.services.settings.planner.max_nodes
     if len(text) <= _INLINE_PLAN_CHARS:
         return parse_plan(text, turn.tools, agents=agents, max_nodes=cap)
     return await asyncio.to_thread(parse_plan, text, turn.tools, agents=agents, max_nodes=cap)
@@ -106,7 +106,7 @@ def _rules(turn: Turn, agents: Mapping[str, str], warnings: list[str]) -> Parsed
 
 async def run_react(turn: Turn) -> str:
     settings = turn.services.settings
-    if settings.planner_stream and turn.has_model and not settings.llm_structured_output:
+    if settings.planner.stream and turn.has_model and not settings.llm.structured_output:
         return await _run_react_streamed(turn)
     plan, source = await make_plan(turn)
     turn.plan_answer = plan.answer if source == "model" else None
@@ -194,7 +194,7 @@ async def answer_from_run(turn: Turn, run: RunResult) -> str:
         prompt = f"The user's question: {turn.query}\n\nSteps run and their results:\n{observations(run, turn.lang)}"
     answer = await stream_answer(turn, turn.messages(GENERATE, prompt, with_history=False),
                                  fallback=rule_answer(run, turn.lang, query=turn.query, preferences=turn.preferences,
-                                                      default_timezone=turn.services.settings.default_timezone),
+                                                      default_timezone=turn.services.settings.tools.default_timezone),
                                  where="generator")
     answer = await with_failed_steps(turn, answer, list(run.nodes.values()))
     note = turn.plan_report.note(turn.lang, replanned=turn.plan_replanned)

@@ -131,7 +131,7 @@ async def _stream_into(turn: Turn, messages: list[Message], runtime: _LazyRun,
                        rules: Callable[[list[str]], ParsedPlan], replans: Callable[[], bool]) -> tuple[ParsedPlan, str]:
     settings = turn.services.settings
     parser = IncrementalPlanParser(turn.tools, agents=turn.services.agent_descriptions(),
-                                   max_nodes=settings.planner_max_nodes)
+                                   max_nodes=settings.planner.max_nodes)
     broken: ModelError | None = None
     stopped: str | None = None
     try:

@@ -41,7 +41,7 @@ def model_replanner(turn: Turn) -> Replanner:
     """The replanning hook for this turn's graph runtime (the turn must have a model)."""
     services = turn.services
     budget = ReplanBudget(max_replans=services.graph_config().max_replan,
-                          max_new_nodes=services.settings.graph_replan_max_nodes)
+                          max_new_nodes=services.settings.graph.replan_max_nodes)
     descriptions = services.agent_descriptions()
     asked: set[str] = set()
     """Nodes a replan was already asked about: not asked about twice."""

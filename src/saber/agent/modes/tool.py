@@ -51,7 +51,7 @@ async def run_tool(turn: Turn, node: Node) -> str:
     else:
         prompt = f"The user asked: {turn.query}\nTool {node.tool} returned: {result_text}\nAnswer the user from this result."
     fallback = render_nodes([done], turn.lang, query=turn.query, preferences=turn.preferences,
-                            default_timezone=turn.services.settings.default_timezone)
+                            default_timezone=turn.services.settings.tools.default_timezone)
     answer = await stream_answer(turn, turn.messages(TOOL_ANSWER, prompt, with_history=False), fallback=fallback,
                                  where="tool")
     return await _with_note(turn, await with_failed_steps(turn, answer, [done]), note)

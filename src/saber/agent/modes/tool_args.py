@@ -43,7 +43,7 @@ def pick_tool_call(turn: Turn, tool_name: str) -> Node | None:
     if not nodes and tool.is_mcp:  # the rules know only the built-ins: fill an MCP tool's by parameter names
         from saber.mcp.arguments import rule_arguments
 
-        args = rule_arguments(turn.query, tool, turn.preferences, default_timezone=turn.services.settings.default_timezone)
+        args = rule_arguments(turn.query, tool, turn.preferences, default_timezone=turn.services.settings.tools.default_timezone)
         return Node(id="n1", tool=tool_name, params=args) if args is not None else None
     return nodes[0] if len(nodes) == 1 else None
 

@@ -63,7 +63,7 @@ def answer_json(run: TaskRun) -> bytes:
 @router.post("/api/chat", response_model=ChatResponse, summary="Run a request to the end")
 async def chat(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsDep, settings: SettingsDep) -> Response:
     user = caller(request, body.user_id)
-    check_message(body.message, settings.server_max_message_chars)
+    check_message(body.message, settings.server.max_message_chars)
     run = await start_chat(agent, runs, user, body.model_copy(update={"detach": False}))
     await runs.wait_or_cancel(run, request.receive)
     return Response(answer_json(run), media_type="application/json")
@@ -74,6 +74,6 @@ async def chat(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsD
 async def chat_stream(body: ChatRequest, request: Request, agent: AgentDep, runs: RunsDep,
                       settings: SettingsDep) -> EventSourceResponse:
     user = caller(request, body.user_id)
-    check_message(body.message, settings.server_max_message_chars)
+    check_message(body.message, settings.server.max_message_chars)
     run = await start_chat(agent, runs, user, body)
     return stream_run(request, runs, run, owns_task=True)

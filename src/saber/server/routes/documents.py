@@ -87,7 +87,7 @@ class _View:
     def __init__(self, engine: RagEngine, user: str, settings: Settings) -> None:
         self.mine = engine.owned_by(user)
         self.hidden = engine.hidden_from(user) if settings.has_api_keys else set()
-        self.manages_shared = not settings.has_api_keys or user in settings.server_admins
+        self.manages_shared = not settings.has_api_keys or user in settings.server.admins
 
     def visible(self, document_id: str) -> bool:
         return document_id not in self.hidden

@@ -25,9 +25,9 @@ KEYLESS_REFUSED = ("managing MCP servers over HTTP is off on a server without AP
 
 def _admin(request: Request, settings: Settings) -> None:
     user = authenticate(request)
-    if user is None and not settings.server_keyless_admin:
+    if user is None and not settings.server.keyless_admin:
         raise ApiError(403, "forbidden", KEYLESS_REFUSED)
-    if user is not None and user not in settings.server_admins:
+    if user is not None and user not in settings.server.admins:
         raise ApiError(403, "forbidden", "managing MCP servers needs an admin key (server.admins)")
 
 

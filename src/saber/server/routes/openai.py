@@ -128,7 +128,7 @@ async def _start(body: CompletionRequest, request: Request, agent: AgentDep, run
     check_supported(body)
     check_text(body)
     query, history = split(body)
-    check_message(query, settings.server_max_message_chars, "messages[-1].content")
+    check_message(query, settings.server.max_message_chars, "messages[-1].content")
     user = caller(request, None)
     try:
         chat = ChatRequest.model_validate({"message": query, "mode": MODELS[body.model]})
@@ -147,7 +147,7 @@ async def completions(body: CompletionRequest, request: Request, response: Respo
     run = await _start(body, request, agent, runs, settings)
     created = int(time.time())
     completion_id = f"chatcmpl-{run.task_id}"
-    ignored = ignored_fields(body, agent.settings.llm_max_tokens_answer)
+    ignored = ignored_fields(body, agent.settings.llm.max_tokens_answer)
     if ignored is not None:
         response.headers[IGNORED_HEADER] = ignored
     if body.stream:

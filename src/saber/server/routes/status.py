@@ -43,7 +43,7 @@ async def status(request: Request, agent: AgentDep, runs: RunsDep, settings: Set
         chunks = await asyncio.to_thread(engine.store.chunk_count)
         if await asyncio.to_thread(engine.pending_count) > 0:
             vectors = VectorFill(**(await asyncio.to_thread(engine.vector_status)).to_dict())
-    stores = {"database": "postgresql" if settings.database_url else "sqlite",
+    stores = {"database": "postgresql" if settings.database.url else "sqlite",
               "knowledge": type(engine.store).__name__ if engine is not None else "none",
               "checkpoints": type(agent.services.checkpoints).__name__ if agent.services.checkpoints else "none"}
     return StatusResponse(model=None if is_no_model(agent.model) else agent.model.name, stores=stores,

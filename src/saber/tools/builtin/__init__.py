@@ -39,20 +39,20 @@ def builtin_tools(settings: Settings) -> list[Tool]:
 
     The time and weather tools share one place resolver (and its cache), which geocodes through
     ``weather_geocoding_url``."""
-    resolver = PlaceResolver(geocoding_url=settings.weather_geocoding_url, timeout=settings.tool_timeout)
+    resolver = PlaceResolver(geocoding_url=settings.weather.geocoding_url, timeout=settings.tools.timeout)
     return [
-        make_time_tool(default_timezone=settings.default_timezone, resolver=resolver),
+        make_time_tool(default_timezone=settings.tools.default_timezone, resolver=resolver),
         make_convert_time_tool(resolver=resolver),
         make_weather_tool(
-            geocoding_url=settings.weather_geocoding_url,
-            forecast_url=settings.weather_forecast_url,
-            timeout=settings.tool_timeout,
+            geocoding_url=settings.weather.geocoding_url,
+            forecast_url=settings.weather.forecast_url,
+            timeout=settings.tools.timeout,
             resolver=resolver,
         ),
         make_search_tool(
-            settings.search_backend,
-            tavily_api_key=settings.tavily_api_key,
-            searxng_url=settings.searxng_url,
-            timeout=settings.tool_timeout,
+            settings.search.backend,
+            tavily_api_key=settings.search.tavily_api_key,
+            searxng_url=settings.search.searxng_url,
+            timeout=settings.tools.timeout,
         ),
     ]

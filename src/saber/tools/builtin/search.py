@@ -26,8 +26,8 @@ SearchBackendName = Literal["auto", "tavily", "searxng", "ddgs", "none"]
 DEFAULT_TAVILY_URL = "https://api.tavily.com/search"
 _SNIPPET_CHARS = 300
 _NOT_CONFIGURED = (
-    "web search is not configured: set search_backend (SABER_SEARCH_BACKEND) to 'tavily' with "
-    "SABER_TAVILY_API_KEY, 'searxng' with SABER_SEARXNG_URL, or 'ddgs' (DuckDuckGo, no key)"
+    "web search is not configured: set search.backend (SABER_SEARCH_BACKEND) to 'tavily' with "
+    "SABER_SEARCH_TAVILY_API_KEY, 'searxng' with SABER_SEARCH_SEARXNG_URL, or 'ddgs' (DuckDuckGo, no key)"
 )
 
 
@@ -77,7 +77,7 @@ class TavilyBackend:
                 )
             except ServiceError as exc:
                 if exc.status in (401, 403):
-                    raise ToolError(f"{exc.message}; check SABER_TAVILY_API_KEY", retryable=False) from None
+                    raise ToolError(f"{exc.message}; check SABER_SEARCH_TAVILY_API_KEY", retryable=False) from None
                 raise
         parsed = _validate(_TavilyResponse, body, self.label)
         return [SearchHit(title=r.title, url=r.url, snippet=r.content) for r in parsed.results]
@@ -231,11 +231,11 @@ def select_backends(
         return []
     if backend == "tavily":
         if tavily is None:
-            raise ValueError("search_backend is 'tavily' but no Tavily API key is set (SABER_TAVILY_API_KEY)")
+            raise ValueError("search.backend is 'tavily' but no Tavily API key is set (SABER_SEARCH_TAVILY_API_KEY)")
         return [tavily]
     if backend == "searxng":
         if searxng is None:
-            raise ValueError("search_backend is 'searxng' but no instance URL is set (SABER_SEARXNG_URL)")
+            raise ValueError("search.backend is 'searxng' but no instance URL is set (SABER_SEARCH_SEARXNG_URL)")
         return [searxng]
     if backend == "ddgs":
         return [ddgs]

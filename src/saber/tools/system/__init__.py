@@ -38,13 +38,13 @@ class SystemTools:
 def system_notes(settings: Settings) -> list[str]:
     """What of the system tools is off and why, without building them (``saber config``)."""
     notes = []
-    if not settings.files_enabled:
+    if not settings.files.enabled:
         return ["file tools are off (files.enabled = false)"]
-    if not settings.files_write:
+    if not settings.files.write:
         notes.append("write_file is off (files.write = false)")
-    if not settings.exec_enabled:
+    if not settings.exec.enabled:
         notes.append("exec_command is off (exec.enabled = false)")
-    elif settings.exec_sandbox == "none":
+    elif settings.exec.sandbox == "none":
         notes.append("exec_command runs WITHOUT a sandbox (exec.sandbox = \"none\")")
     else:
         problem = check_bwrap()
@@ -55,20 +55,20 @@ def system_notes(settings: Settings) -> list[str]:
 
 
 def system_tools(settings: Settings) -> SystemTools:
-    roots = list(settings.files_roots) or [settings.home / "workspace"]
+    roots = list(settings.files.roots) or [settings.home / "workspace"]
     workspace = Workspace(roots)
     notes: list[str] = []
-    if not settings.files_enabled:
+    if not settings.files.enabled:
         return SystemTools(tools=[], workspace=workspace, notes=["file tools are off (files.enabled = false)"])
     workspace.ensure()
-    tools = file_tools(workspace, FileLimits(max_read_bytes=settings.files_max_read_bytes,
-                                             max_write_bytes=settings.files_max_write_bytes), write=settings.files_write)
-    if not settings.files_write:
+    tools = file_tools(workspace, FileLimits(max_read_bytes=settings.files.max_read_bytes,
+                                             max_write_bytes=settings.files.max_write_bytes), write=settings.files.write)
+    if not settings.files.write:
         notes.append("write_file is off (files.write = false)")
-    if not settings.exec_enabled:
+    if not settings.exec.enabled:
         notes.append("exec_command is off (exec.enabled = false)")
         return SystemTools(tools=tools, workspace=workspace, notes=notes)
-    sandboxed = settings.exec_sandbox != "none"
+    sandboxed = settings.exec.sandbox != "none"
     if sandboxed:
         problem = check_bwrap()
         if problem is not None:
@@ -79,14 +79,14 @@ def system_tools(settings: Settings) -> SystemTools:
     else:
         notes.append("exec_command runs WITHOUT a sandbox (exec.sandbox = \"none\")")
         log.warning("exec_command runs without a sandbox: exec.sandbox = \"none\"")
-    if sandboxed and settings.exec_workspace_write:
+    if sandboxed and settings.exec.workspace_write:
         _hand_workspace_to_sandbox(workspace)
     policy = CommandPolicy(
-        sandbox=sandboxed, shell=settings.exec_shell, network=settings.exec_network,
-        workspace_writable=settings.exec_workspace_write, allow=tuple(settings.exec_allow),
-        limits=Limits(wall_seconds=settings.exec_timeout, cpu_seconds=settings.exec_cpu_seconds,
-                      memory_mb=settings.exec_memory_mb, processes=settings.exec_max_processes,
-                      output_bytes=settings.exec_max_output_bytes),
+        sandbox=sandboxed, shell=settings.exec.shell, network=settings.exec.network,
+        workspace_writable=settings.exec.workspace_write, allow=tuple(settings.exec.allow),
+        limits=Limits(wall_seconds=settings.exec.timeout, cpu_seconds=settings.exec.cpu_seconds,
+                      memory_mb=settings.exec.memory_mb, processes=settings.exec.max_processes,
+                      output_bytes=settings.exec.max_output_bytes),
     )
     tools.append(exec_tool(workspace, policy))
     notes += [f"exec.allow: {skipped} (it asks for approval)"
