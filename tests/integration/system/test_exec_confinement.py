@@ -63,7 +63,8 @@ def home(tmp_path: Path) -> Path:
 
 
 def exec_for(home: Path, **settings: Any) -> Tool:
-    got = system_tools(Settings(home=home, exec={"enabled": True}, **settings))
+    section = {"enabled": True, **settings.pop("exec", {})}
+    got = system_tools(Settings(home=home, exec=section, **settings))
     tools = {t.name: t for t in got.tools}
     assert "exec_command" in tools, got.notes
     return tools["exec_command"]
