@@ -82,6 +82,8 @@ class Worker:
         self._runs: dict[str, _Running] = {}
         self.worker_id = 0
         self._claiming = False
+        self._back_at = float("-inf")
+        """When this worker last reached the database again after failing to (loop time)."""
         """Its procrastinate worker id (registered when ``run`` starts; again if its row was pruned)."""
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -100,6 +102,8 @@ class Worker:
         """Take and run runs until ``stop``."""
         async for attempt in retrying(timeout=None, wait_initial=0.5, wait_max=10.0):
             with attempt:
+                if attempt.num > 1:
+                    self._back_at = asyncio.get_running_loop().time()
                 self.worker_id = await asyncio.to_thread(self.queue.register_worker)
         helpers = [asyncio.create_task(self._listen(), name="saber-worker-listen"),
                    asyncio.create_task(self._heartbeat(), name="saber-worker-heartbeat")]
@@ -212,18 +216,28 @@ class Worker:
         holds (taken over while it was stalled) or were asked to abort, and put back the runs of
         stalled workers (procrastinate's stalled jobs) so that they are taken over. While the
         database cannot be reached, again with a short backoff, so the heartbeat is sent as soon
-        as it is back (before another worker would take the runs over)."""
+        as it is back (before another worker would take the runs over).
+
+        A worker that could not reach the database puts back no one's runs for a lease after it
+        is back: the other workers could not send their heartbeats either, and get that long to
+        send one before their runs count as stalled (else a PostgreSQL restart would have every
+        worker take the others' runs, and run again the steps whose checkpoint was waiting)."""
         beat = self.queue.lease_seconds / 3.0
         while True:
             await asyncio.sleep(beat)
             loop = asyncio.get_running_loop()
             try:
+                sent = loop.time()
                 async for attempt in retrying(timeout=None, wait_initial=0.25, wait_max=beat):
                     with attempt:
                         claiming, ids = self._claiming, list(self._runs)
                         got = await loop.run_in_executor(self._beats, self.queue.heartbeat, self.worker_id, ids)
+                if loop.time() - sent > beat:  # it failed, or hung: the database was out of reach meanwhile
+                    self._back_at = loop.time()
                 self.worker_id = got.worker_id
-                taken = await loop.run_in_executor(self._beats, self.queue.reap, self.worker_id)
+                taken: list[str] = []
+                if loop.time() - self._back_at >= self.queue.lease_seconds:
+                    taken = await loop.run_in_executor(self._beats, self.queue.reap, self.worker_id)
                 for task_id in got.orphans - set(self._runs) if not (claiming or self._claiming) else ():
                     log.warning("run %s is this worker's in the queue but not running here; handing it back", task_id)
                     await loop.run_in_executor(self._beats, self.queue.hand_back, self.worker_id, task_id)
