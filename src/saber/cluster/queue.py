@@ -13,7 +13,8 @@ What procrastinate has not, built here on top of it: a per-user limit of N runni
 all workers, and fairness between users. Every user has a procrastinate queue of their own;
 a worker picks the user with the fewest running jobs (then the oldest waiting job) and calls
 procrastinate's fetch on that user's queue, in one transaction under an advisory lock on the
-user, so two workers taking jobs at once cannot both take the user's last slot.
+user (tried, not waited for: a user locked by another claimer is skipped), so two workers taking
+jobs at once cannot both take the user's last slot.
 
 A job whose worker stopped its heartbeat for ``lease_seconds`` (it died) is ``recovering``; any
 other worker puts it back (``reap``) and takes it like a queued one. Every method blocks (it is
@@ -269,7 +270,9 @@ class RunQueue:
     def claim(self, worker_id: int, worker: str = "") -> Claim | None:
         """Take the next runnable run for procrastinate worker ``worker_id`` (named ``worker``), or
         None: of the users under their running limit, the one with the fewest running runs goes
-        first, then the oldest waiting run; procrastinate's fetch takes that user's next job."""
+        first, then the oldest waiting run; procrastinate's fetch takes that user's next job. A user
+        another worker is taking a run of at this moment is skipped (as ``SKIP LOCKED`` skips a
+        row): that worker takes it, and claimers never wait for each other."""
         with self.db.transaction() as tx:
             candidates = tx.execute(
                 f"SELECT j.queue_name, count(*) FILTER (WHERE j.status = 'doing' AND {_ALIVE}) AS running, "
@@ -279,7 +282,8 @@ class RunQueue:
                 "HAVING count(*) FILTER (WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())) > 0 "
                 "ORDER BY running, oldest LIMIT 16", (self.lease_seconds, TASK_NAME)).fetchall()
             for queue, _, _ in candidates:
-                tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,))
+                if not tx.execute("SELECT pg_try_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,)).fetchone()[0]:
+                    continue  # another worker is taking this user's next run right now: take another user's
                 running = tx.execute("SELECT count(*) FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
                                      f"ON w.id = j.worker_id WHERE j.queue_name = ? AND j.status = 'doing' AND {_ALIVE}",
                                      (queue, self.lease_seconds)).fetchone()[0]

@@ -358,7 +358,8 @@ class Settings(BaseModel):
 
     # distributed mode (database_url and redis_url both set): API nodes, a run queue, workers
     cluster_lease: float = Field(20.0, gt=0)
-    """Seconds a worker holds a run without renewing it; after that another worker resumes it."""
+    """Seconds a worker's heartbeat (sent every third of it) may be old before its runs count as
+    stalled (procrastinate's stalled jobs) and another worker resumes them."""
     cluster_redis_prefix: str = "saber:"
     """Prefix of every Redis key and channel (several deployments may share one Redis)."""
     cluster_events_maxlen: int = Field(10000, ge=100)
