@@ -27,7 +27,11 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "postgresql":  # the distributed mode needs PostgreSQL; SQLite runs requests in-process
         return
-    from procrastinate.schema import SchemaManager
+    try:
+        from procrastinate.schema import SchemaManager
+    except ImportError:
+        raise RuntimeError("a PostgreSQL database needs the postgres extra (procrastinate, for the run queue): "
+                           "pip install 'saber[postgres]'") from None
 
     tables = set(sa.inspect(bind).get_table_names())
     if "procrastinate_jobs" not in tables:
