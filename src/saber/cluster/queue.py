@@ -23,7 +23,6 @@ a database call): the async callers run them with ``asyncio.to_thread``.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import logging
@@ -405,16 +404,15 @@ class RunQueue:
             if held is None:
                 return None
             job_id, request, _ = held
-            attempts = tx.execute("SELECT attempts FROM saber_runs WHERE task_id = ?", (task_id,)).fetchone()[0]
-            job = pjobs.Job(id=job_id, queue="", lock=task_id, queueing_lock=task_id, task_name=TASK_NAME,
-                            attempts=int(attempts) - 1)
-            decision = RETRY.get_retry_decision(exception=RuntimeError(reason), job=job)
+            taken = tx.execute("SELECT attempts FROM saber_runs WHERE task_id = ?", (task_id,)).fetchone()[0]
+            failed_before = pjobs.Job(queue="", lock=task_id, queueing_lock=task_id, task_name=TASK_NAME,
+                                      attempts=int(taken) - 1)  # all a RetryStrategy reads of a job: its attempts
+            decision = RETRY.get_retry_decision(exception=RuntimeError(reason), job=failed_before)
             if decision is None:
                 self._one(tx, "finish_job", job_id=job_id, status="failed", delete_job=False)
                 tx.execute(f"UPDATE saber_runs SET outcome = 'failed', error = ?, request = ?, finished_at = {_NOW} "
                            "WHERE task_id = ?", (reason[:2000], json.dumps(redact_value(_json(request))), task_id))
                 return "failed"
-            retry_at = decision.retry_at or datetime.datetime.now(datetime.UTC)
-            self._one(tx, "retry_job", job_id=job_id, retry_at=retry_at, new_priority=None, new_queue_name=None,
+            self._one(tx, "retry_job", job_id=job_id, retry_at=decision.retry_at, new_priority=None, new_queue_name=None,
                       new_lock=None)
             return "retry"

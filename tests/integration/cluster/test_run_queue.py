@@ -129,9 +129,13 @@ def test_a_stalled_worker_s_run_is_recovering_then_taken_over_by_another(queue: 
     assert queue.claim(w2, "w2") is None
     stall(plain_pg_url, w1)
     assert queue.statuses(["t1"]) == {"t1": "recovering"}, "nobody is on it: not reported running"
+    with pytest.raises(DuplicateTask, match=r"^task 't1' is already recovering$"):
+        queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})
     assert queue.running_by_user() == {}, "a stalled worker's run holds no slot"
     assert queue.reap(w1) == [], "a worker does not put back its own runs: it is alive, it is asking"
     assert queue.statuses(["t1"]) == {"t1": "running"}, "and its heartbeat went with the asking"
+    stall(plain_pg_url, w1)
+    assert queue.heartbeat(w1, ["t1"]).held == {"t1"} and queue.statuses(["t1"]) == {"t1": "running"}, "only slow"
     stall(plain_pg_url, w1)
     assert queue.reap(w2) == ["t1"]
     assert queue.statuses(["t1"]) == {"t1": "recovering"}, "put back for another worker: still recovering"
@@ -280,7 +284,7 @@ def test_a_user_at_the_limit_does_not_hold_up_the_next_user(queue: RunQueue) -> 
 
 
 def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue: RunQueue, plain_pg_url: str) -> None:
-    add(queue, "t1", "alice")
+    queue.enqueue(task_id="t1", user_id="alice", kind="chat", request={"message": "my password is hunter2-XYZ"})
     w = queue.register_worker()
     waits: list[float] = []
     for attempt in range(1, MAX_ATTEMPTS):
@@ -294,8 +298,10 @@ def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue:
             conn.execute("UPDATE procrastinate_jobs SET scheduled_at = now() WHERE lock = 't1'")
     assert [round(float(s)) for s in waits] == [3, 5, 9, 17], waits
     assert queue.claim(w, "w1").attempts == MAX_ATTEMPTS  # type: ignore[union-attr]
-    assert queue.retry(w, "t1", "boom") == "failed"
-    assert queue.records(["t1"]) == {"t1": ("failed", "boom")} and job(plain_pg_url, "t1")[0] == "failed"
+    assert queue.retry(w, "t1", "boom " + "x" * 3000) == "failed"
+    assert queue.records(["t1"]) == {"t1": ("failed", ("boom " + "x" * 3000)[:2000])}, "the reason, cut to 2000 characters"
+    assert job(plain_pg_url, "t1")[0] == "failed"
+    assert queue.get("t1")["request"] == {"message": "my [redacted]"}, "no secret kept once it ended"  # type: ignore[index]
     assert queue.retry(w, "t1", "boom") is None and queue.claim(w, "w1") is None
 
 
@@ -309,6 +315,9 @@ def test_a_worker_pruned_while_stalled_registers_again_and_holds_nothing(queue: 
     assert sorted(queue.reap(w2)) == ["t1", "t2"]
     beat = queue.heartbeat(w1, ["t1", "t2"])
     assert beat.worker_id not in (w1, w2) and beat.held == set() and beat.orphans == set()
+    with psycopg.connect(plain_pg_url) as conn:
+        assert conn.execute("SELECT now() - last_heartbeat < interval '10 seconds' FROM procrastinate_workers "
+                            "WHERE id = %s", (beat.worker_id,)).fetchone() == (True,), "registered again, alive"
     queue.unregister_worker(w2)
     assert queue.heartbeat(w2, []).worker_id != w2
 
@@ -330,8 +339,8 @@ def test_a_failed_run_keeps_its_reason_and_is_not_taken_again(queue: RunQueue) -
     assert queue.claim(w, "w1") is not None and queue.claim(w, "w1") is not None
     assert queue.statuses(["t1", "t2"]) == {"t1": "running", "t2": "running"}
     assert queue.fail(w, "t2", "malformed run request: history: Input should be a valid list")
-    assert queue.records(["t1", "t2"]) == {"t1": ("running", None),
-                                           "t2": ("failed", "malformed run request: history: Input should be a valid list")}
+    assert queue.fail(w, "t1", "y" * 2500) and queue.get("t1")["error"] == "y" * 2000  # type: ignore[index]
+    assert queue.records(["t2"]) == {"t2": ("failed", "malformed run request: history: Input should be a valid list")}
     assert queue.claim(w, "w2") is None, "a failed run is not taken again"
 
 
