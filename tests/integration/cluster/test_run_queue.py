@@ -16,9 +16,31 @@ from saber.db.database import open_database
 pytestmark = pytest.mark.postgres
 
 
+@pytest.fixture(scope="module")
+def queue_url() -> Iterator[str]:
+    """One database for this module's tests, migrated once; each test starts with an empty queue."""
+    import uuid
+
+    from conftest import ADMIN_URL
+
+    name = f"saber_queue_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    url = ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    open_database(url).close()  # migrated here, once
+    try:
+        yield url
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
 @pytest.fixture
-def queue(plain_pg_url: str) -> Iterator[RunQueue]:
-    db = open_database(plain_pg_url)
+def queue(queue_url: str) -> Iterator[RunQueue]:
+    with psycopg.connect(queue_url, autocommit=True) as conn:
+        conn.execute("TRUNCATE saber_runs, procrastinate_events, procrastinate_jobs, procrastinate_workers "
+                     "RESTART IDENTITY CASCADE")
+    db = open_database(queue_url)
     yield RunQueue(db, lease_seconds=30, max_running_per_user=2, max_waiting_per_user=5)
     db.close()
 
@@ -59,14 +81,14 @@ def test_users_take_turns_and_the_limit_holds(queue: RunQueue) -> None:
     assert queue.claim(w, "w1").task_id == "a2"  # type: ignore[union-attr]
 
 
-def test_a_run_is_a_procrastinate_job_in_its_user_s_queue_locked_on_its_task_id(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_run_is_a_procrastinate_job_in_its_user_s_queue_locked_on_its_task_id(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
-    assert job(plain_pg_url, "t1") == ("todo", queue_name("alice"), 0, False, "t1", "t1")
+    assert job(queue_url, "t1") == ("todo", queue_name("alice"), 0, False, "t1", "t1")
     assert queue_name("alice") != queue_name("bob") and len(queue_name("x" * 500)) <= 128
     w = queue.register_worker()
     assert queue.claim(w, "w1") is not None
-    assert job(plain_pg_url, "t1")[0] == "doing"
-    assert queue.finish(w, "t1", "done") and job(plain_pg_url, "t1")[0] == "succeeded"
+    assert job(queue_url, "t1")[0] == "doing"
+    assert queue.finish(w, "t1", "done") and job(queue_url, "t1")[0] == "succeeded"
     with pytest.raises(ValueError, match="status: done, cancelled or failed, not 'lost'"):
         queue.finish(w, "t1", "lost")
 
@@ -120,23 +142,23 @@ def test_concurrent_requests_with_one_task_id_queue_it_once(queue: RunQueue) -> 
     assert queue.depth() == 1
 
 
-def test_a_stalled_worker_s_run_is_recovering_then_taken_over_by_another(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_stalled_worker_s_run_is_recovering_then_taken_over_by_another(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
     w1, w2 = queue.register_worker(), queue.register_worker()
     first = queue.claim(w1, "w1")
     assert first is not None and first.attempts == 1
     assert queue.reap(w2) == [], "a live worker's run is not taken"
     assert queue.claim(w2, "w2") is None
-    stall(plain_pg_url, w1)
+    stall(queue_url, w1)
     assert queue.statuses(["t1"]) == {"t1": "recovering"}, "nobody is on it: not reported running"
     with pytest.raises(DuplicateTask, match=r"^task 't1' is already recovering$"):
         queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})
     assert queue.running_by_user() == {}, "a stalled worker's run holds no slot"
     assert queue.reap(w1) == [], "a worker does not put back its own runs: it is alive, it is asking"
     assert queue.statuses(["t1"]) == {"t1": "running"}, "and its heartbeat went with the asking"
-    stall(plain_pg_url, w1)
+    stall(queue_url, w1)
     assert queue.heartbeat(w1, ["t1"]).held == {"t1"} and queue.statuses(["t1"]) == {"t1": "running"}, "only slow"
-    stall(plain_pg_url, w1)
+    stall(queue_url, w1)
     assert queue.reap(w2) == ["t1"]
     assert queue.statuses(["t1"]) == {"t1": "recovering"}, "put back for another worker: still recovering"
     again = queue.claim(w2, "w2")
@@ -206,7 +228,7 @@ def test_a_claim_carries_the_request_as_queued_and_how_long_it_waited(queue: Run
     assert queue.statuses(["t1"]) == {"t1": "running"} and queue.depth() == 0
 
 
-def test_a_live_worker_s_run_is_never_taken_and_a_cancel_asks_it_to_abort(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_live_worker_s_run_is_never_taken_and_a_cancel_asks_it_to_abort(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
     w1, w2 = queue.register_worker(), queue.register_worker()
     assert queue.claim(w1, "w1") is not None
@@ -214,29 +236,29 @@ def test_a_live_worker_s_run_is_never_taken_and_a_cancel_asks_it_to_abort(queue:
     assert queue.finish(w2, "t1", "done") is False and queue.hand_back(w2, "t1") is False
     assert queue.heartbeat(w2, ["t1"]).held == set() and queue.heartbeat(w1, []).held == set()
     assert queue.cancel_waiting("t1") is False, "a run a live worker holds is cancelled through that worker"
-    assert job(plain_pg_url, "t1")[:1] + job(plain_pg_url, "t1")[3:4] == ("doing", True), "asked to abort"
+    assert job(queue_url, "t1")[:1] + job(queue_url, "t1")[3:4] == ("doing", True), "asked to abort"
     beat = queue.heartbeat(w1, ["t1"])
     assert beat.held == {"t1"} and beat.abort == {"t1"} and beat.worker_id == w1, "its heartbeat tells the worker"
     assert queue.get("t1")["status"] == "running"  # type: ignore[index]
     assert queue.finish(w1, "t1", "cancelled") and queue.get("t1")["status"] == "cancelled"  # type: ignore[index]
-    assert job(plain_pg_url, "t1")[0] == "aborted"
+    assert job(queue_url, "t1")[0] == "aborted"
     assert queue.finish(w1, "t1", "done") is False, "a finished run is finished once"
     assert queue.hand_back(w1, "t1") is False and queue.heartbeat(w1, ["t1"]).held == set()
 
 
-def test_a_run_asked_to_abort_is_cancelled_not_handed_back_nor_taken_over(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_run_asked_to_abort_is_cancelled_not_handed_back_nor_taken_over(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
     add(queue, "t2", "alice")
     w1, w2 = queue.register_worker(), queue.register_worker()
     assert queue.claim(w1, "w1") is not None and queue.claim(w1, "w1") is not None
     assert not queue.cancel_waiting("t1") and not queue.cancel_waiting("t2")
     assert queue.hand_back(w1, "t1") and queue.get("t1")["status"] == "cancelled"  # type: ignore[index]
-    stall(plain_pg_url, w1)
+    stall(queue_url, w1)
     assert queue.reap(w2) == ["t2"] and queue.get("t2")["status"] == "cancelled"  # type: ignore[index]
     assert queue.claim(w2, "w2") is None
 
 
-def test_a_run_whose_worker_died_can_be_cancelled_and_frees_its_user_s_slot(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_run_whose_worker_died_can_be_cancelled_and_frees_its_user_s_slot(queue: RunQueue, queue_url: str) -> None:
     queue.max_running_per_user = 1
     add(queue, "t1", "alice")
     add(queue, "t2", "alice")
@@ -244,10 +266,10 @@ def test_a_run_whose_worker_died_can_be_cancelled_and_frees_its_user_s_slot(queu
     assert queue.claim(w1, "w1").task_id == "t1"  # type: ignore[union-attr]
     assert queue.claim(w2, "w2") is None, "alice's one slot is taken"
     assert queue.running_by_user() == {"alice": 1}
-    stall(plain_pg_url, w1)
+    stall(queue_url, w1)
     assert queue.running_by_user() == {}, "a run of a stalled worker holds no slot"
     assert queue.cancel_waiting("t1") and queue.get("t1")["status"] == "cancelled"  # type: ignore[index]
-    assert queue.get("t1")["worker"] is None and job(plain_pg_url, "t1")[0] == "aborted"  # type: ignore[index]
+    assert queue.get("t1")["worker"] is None and job(queue_url, "t1")[0] == "aborted"  # type: ignore[index]
     assert queue.cancel_waiting("t1") is False
     assert queue.claim(w2, "w2").task_id == "t2"  # type: ignore[union-attr]
 
@@ -283,7 +305,7 @@ def test_a_user_at_the_limit_does_not_hold_up_the_next_user(queue: RunQueue) -> 
     assert row["enqueued_at"] > 0 and row["worker"] is None and row["attempts"] == 0
 
 
-def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue: RunQueue, queue_url: str) -> None:
     queue.enqueue(task_id="t1", user_id="alice", kind="chat", request={"message": "my password is hunter2-XYZ"})
     w = queue.register_worker()
     waits: list[float] = []
@@ -292,7 +314,7 @@ def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue:
         assert queue.retry(w, "t1", "boom") == "retry"
         assert queue.get("t1")["status"] == "queued"  # type: ignore[index]
         assert queue.claim(w, "w1") is None, "not at once: after the backoff"
-        with psycopg.connect(plain_pg_url, autocommit=True) as conn:  # the backoff passes (what is tested is its length)
+        with psycopg.connect(queue_url, autocommit=True) as conn:  # the backoff passes (what is tested is its length)
             waits.append(conn.execute("SELECT EXTRACT(EPOCH FROM scheduled_at - now()) FROM procrastinate_jobs "
                                       "WHERE lock = 't1'").fetchone()[0])  # type: ignore[index]
             conn.execute("UPDATE procrastinate_jobs SET scheduled_at = now() WHERE lock = 't1'")
@@ -300,35 +322,35 @@ def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue:
     assert queue.claim(w, "w1").attempts == MAX_ATTEMPTS  # type: ignore[union-attr]
     assert queue.retry(w, "t1", "boom " + "x" * 3000) == "failed"
     assert queue.records(["t1"]) == {"t1": ("failed", ("boom " + "x" * 3000)[:2000])}, "the reason, cut to 2000 characters"
-    assert job(plain_pg_url, "t1")[0] == "failed"
+    assert job(queue_url, "t1")[0] == "failed"
     assert queue.get("t1")["request"] == {"message": "my [redacted]"}, "no secret kept once it ended"  # type: ignore[index]
     assert queue.retry(w, "t1", "boom") is None and queue.claim(w, "w1") is None
 
 
-def test_a_worker_pruned_while_stalled_registers_again_and_holds_nothing(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_worker_pruned_while_stalled_registers_again_and_holds_nothing(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
     add(queue, "t2", "alice")
     w1, w2 = queue.register_worker(), queue.register_worker()
     assert queue.claim(w1, "w1") is not None and queue.claim(w1, "w1") is not None
     assert queue.heartbeat(w1, ["t1"]).orphans == {"t2"}, "a run it holds but did not name"
-    stall(plain_pg_url, w1)
+    stall(queue_url, w1)
     assert sorted(queue.reap(w2)) == ["t1", "t2"]
     beat = queue.heartbeat(w1, ["t1", "t2"])
     assert beat.worker_id not in (w1, w2) and beat.held == set() and beat.orphans == set()
-    with psycopg.connect(plain_pg_url) as conn:
+    with psycopg.connect(queue_url) as conn:
         assert conn.execute("SELECT now() - last_heartbeat < interval '10 seconds' FROM procrastinate_workers "
                             "WHERE id = %s", (beat.worker_id,)).fetchone() == (True,), "registered again, alive"
     queue.unregister_worker(w2)
     assert queue.heartbeat(w2, []).worker_id != w2
 
 
-def test_a_job_without_its_record_is_failed_not_run(queue: RunQueue, plain_pg_url: str) -> None:
+def test_a_job_without_its_record_is_failed_not_run(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
-    with psycopg.connect(plain_pg_url, autocommit=True) as conn:
+    with psycopg.connect(queue_url, autocommit=True) as conn:
         conn.execute("DELETE FROM saber_runs WHERE task_id = 't1'")
     w = queue.register_worker()
     assert queue.claim(w, "w1") is None
-    with psycopg.connect(plain_pg_url) as conn:
+    with psycopg.connect(queue_url) as conn:
         assert conn.execute("SELECT status::text FROM procrastinate_jobs WHERE lock = 't1'").fetchone() == ("failed",)
 
 
