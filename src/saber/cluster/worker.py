@@ -81,10 +81,10 @@ class Worker:
         self.stats = WorkerStats()
         self._runs: dict[str, _Running] = {}
         self.worker_id = 0
+        """Its procrastinate worker id (registered when ``run`` starts; again if its row was pruned)."""
         self._claiming = False
         self._back_at = float("-inf")
         """When this worker last reached the database again after failing to (loop time)."""
-        """Its procrastinate worker id (registered when ``run`` starts; again if its row was pruned)."""
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._beats = ThreadPoolExecutor(1, thread_name_prefix="saber-worker-heartbeat")
