@@ -330,9 +330,7 @@ class RunQueue:
             stalled = self._all(tx, "select_stalled_jobs_by_heartbeat", queue=None, task_name=TASK_NAME,
                                 seconds_since_heartbeat=self.lease_seconds)
             taken: list[str] = []
-            for job in stalled:
-                if job["worker_id"] == worker_id:
-                    continue
+            for job in stalled:  # not this worker's own: its heartbeat was just sent, in this transaction
                 locked = tx.execute("SELECT task_id, abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
                                     "ON j.id = r.job_id WHERE j.id = ? AND j.status = 'doing' FOR UPDATE OF j SKIP LOCKED",
                                     (job["id"],)).fetchone()
