@@ -329,22 +329,20 @@ class RunQueue:
             self._all(tx, "prune_stalled_workers", seconds_since_heartbeat=self.lease_seconds)
             stalled = self._all(tx, "select_stalled_jobs_by_heartbeat", queue=None, task_name=TASK_NAME,
                                 seconds_since_heartbeat=self.lease_seconds)
-            taken: list[str] = []
-            for job in stalled:  # not this worker's own: its heartbeat was just sent, in this transaction
-                locked = tx.execute("SELECT task_id, abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
-                                    "ON j.id = r.job_id WHERE j.id = ? AND j.status = 'doing' FOR UPDATE OF j SKIP LOCKED",
-                                    (job["id"],)).fetchone()
-                if locked is None:
-                    continue
-                if locked[1]:
-                    self._one(tx, "finish_job", job_id=job["id"], status="aborted", delete_job=False)
+            rows = tx.execute("SELECT j.id, r.task_id, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
+                              "ON j.id = r.job_id WHERE j.id = ANY(?) AND j.status = 'doing' ORDER BY j.id "
+                              "FOR UPDATE OF j SKIP LOCKED", ([job["id"] for job in stalled],)).fetchall()
+            taken: list[str] = []  # (not this worker's own jobs: its heartbeat was just sent, in this transaction)
+            for job_id, task_id, abort in rows:  # only runs' jobs, and none another reaper holds
+                if abort:
+                    self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
                     tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', worker = NULL, finished_at = {_NOW} "
-                               "WHERE job_id = ?", (job["id"],))
+                               "WHERE job_id = ?", (job_id,))
                 else:
-                    self._one(tx, "retry_job", job_id=job["id"], retry_at=None, new_priority=None, new_queue_name=None,
+                    self._one(tx, "retry_job", job_id=job_id, retry_at=None, new_priority=None, new_queue_name=None,
                               new_lock=None)
-                    tx.execute("UPDATE saber_runs SET recovering = TRUE WHERE job_id = ?", (job["id"],))
-                taken.append(str(locked[0]))
+                    tx.execute("UPDATE saber_runs SET recovering = TRUE WHERE job_id = ?", (job_id,))
+                taken.append(str(task_id))
         return taken
 
     def _held(self, tx: Tx, worker_id: int, task_id: str) -> tuple[int, Any, bool] | None:

@@ -255,6 +255,7 @@ def test_a_run_asked_to_abort_is_cancelled_not_handed_back_nor_taken_over(queue:
     assert queue.hand_back(w1, "t1") and queue.get("t1")["status"] == "cancelled"  # type: ignore[index]
     stall(queue_url, w1)
     assert queue.reap(w2) == ["t2"] and queue.get("t2")["status"] == "cancelled"  # type: ignore[index]
+    assert job(queue_url, "t1")[0] == "aborted" and job(queue_url, "t2")[0] == "aborted"
     assert queue.claim(w2, "w2") is None
 
 
