@@ -168,9 +168,8 @@ class RunQueue:
     def _all(self, tx: Tx, query: str, **arguments: Any) -> list[dict[str, Any]]:
         return self.connector.execute_query_all_with_connection(_driver(tx), sql.queries[query], **arguments)
 
-    def _record(self, tx: Tx, task_id: str, *, lock: bool = False) -> tuple[Any, ...] | None:
-        row = tx.execute(_RECORD + "WHERE r.task_id = ?" + (" FOR UPDATE OF r" if lock else ""),
-                         (self.lease_seconds, task_id)).fetchone()
+    def _record(self, tx: Tx, task_id: str) -> tuple[Any, ...] | None:
+        row = tx.execute(_RECORD + "WHERE r.task_id = ?", (self.lease_seconds, task_id)).fetchone()
         return tuple(row) if row is not None else None
 
     # -- API side ------------------------------------------------------------------------------
@@ -227,10 +226,15 @@ class RunQueue:
         live worker holds is asked to abort (procrastinate's ``abort_requested``: its worker sees
         it at its next heartbeat) and False is returned, so the caller signals that worker too."""
         with self.db.transaction() as tx:
-            row = self._record(tx, task_id, lock=True)
-            if row is None or row[8] or row[11] not in ("todo", "doing"):
+            record = tx.execute("SELECT job_id FROM saber_runs WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
+            # the job read after the record's lock, in a statement of its own: a claim that held the
+            # lock has committed by then, and this read sees what it did (then holds the job still)
+            row = tx.execute(f"SELECT j.status, {_ALIVE} FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
+                             "ON w.id = j.worker_id WHERE j.id = ? FOR UPDATE OF j",
+                             (self.lease_seconds, record[0] if record is not None else None)).fetchone()
+            if row is None or row[0] not in ("todo", "doing"):  # unknown, or ended (its record says how)
                 return False
-            job_id, job_status, alive = int(row[10]), row[11], bool(row[12])
+            job_id, job_status, alive = int(record[0]), row[0], bool(row[1])
             self._one(tx, "cancel_job", job_id=job_id, abort=job_status == "doing", delete_job=False)
             if job_status == "doing":
                 if alive:

@@ -5,6 +5,7 @@ cancel and abort, duplicates and the waiting cap."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import psycopg
@@ -171,7 +172,7 @@ def test_a_stalled_worker_s_run_is_recovering_then_taken_over_by_another(queue: 
     assert queue.finish(w2, "t1", "done")
 
 
-def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> None:
+def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
     w = queue.register_worker()
     assert queue.claim(w, "w1") is not None
@@ -179,7 +180,8 @@ def test_hand_back_cancel_duplicates_and_the_waiting_cap(queue: RunQueue) -> Non
         add(queue, "t1", "alice")
     assert queue.hand_back(w, "t1")
     assert queue.get("t1")["status"] == "queued"  # type: ignore[index]
-    assert queue.cancel_waiting("t1")
+    assert queue.cancel_waiting("t1") and job(queue_url, "t1")[0] == "cancelled"
+    assert queue.cancel_waiting("nope") is False
     assert queue.claim(w, "w2") is None
     with pytest.raises(DuplicateTask, match="already exists"):
         add(queue, "t1", "alice")
@@ -235,6 +237,7 @@ def test_a_live_worker_s_run_is_never_taken_and_a_cancel_asks_it_to_abort(queue:
     assert queue.claim(w2, "w2") is None, "a run a live worker holds is not taken again"
     assert queue.finish(w2, "t1", "done") is False and queue.hand_back(w2, "t1") is False
     assert queue.heartbeat(w2, ["t1"]).held == set() and queue.heartbeat(w1, []).held == set()
+    assert queue.heartbeat(w1, ["t1"]).abort == set()
     assert queue.cancel_waiting("t1") is False, "a run a live worker holds is cancelled through that worker"
     assert job(queue_url, "t1")[:1] + job(queue_url, "t1")[3:4] == ("doing", True), "asked to abort"
     beat = queue.heartbeat(w1, ["t1"])
@@ -400,3 +403,26 @@ def test_runs_of_the_old_queue_table_move_onto_procrastinate_when_the_schema_is_
         assert migrate.upgrade(db) == migrate.head() and queue.depth() == 0, "upgrading again changes nothing"
     finally:
         db.dispose()
+
+
+def test_a_cancel_that_meets_a_claim_under_way_waits_for_it_and_leaves_the_run_to_its_worker(
+        queue: RunQueue, queue_url: str) -> None:
+    """A cancel and a claim of one run at once: the cancel waits for the claim's transaction (it
+    locks the run's record), then finds the run running and asks its worker to abort it; it never
+    calls a run cancelled that a worker has just taken."""
+    add(queue, "t1", "alice")
+    w = queue.register_worker()
+    outcome: list[bool] = []
+    with psycopg.connect(queue_url) as claim, psycopg.connect(queue_url, autocommit=True) as watch:
+        claim.execute("UPDATE saber_runs SET attempts = attempts + 1, worker = 'w1' WHERE task_id = 't1'")
+        claim.execute("UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE lock = 't1'", (w,))
+        thread = threading.Thread(target=lambda: outcome.append(queue.cancel_waiting("t1")))
+        thread.start()
+        while not watch.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                "AND datname = current_database()").fetchone()[0]:  # type: ignore[index]
+            time.sleep(0.02)
+        claim.commit()
+        thread.join(30)
+    assert outcome == [False]
+    assert queue.get("t1")["status"] == "running" and job(queue_url, "t1")[:1] + job(queue_url, "t1")[3:4] == (  # type: ignore[index]
+        "doing", True)
