@@ -162,6 +162,7 @@ def test_a_stalled_worker_s_run_is_recovering_then_taken_over_by_another(queue: 
     stall(queue_url, w1)
     assert queue.reap(w2) == ["t1"]
     assert queue.statuses(["t1"]) == {"t1": "recovering"}, "put back for another worker: still recovering"
+    assert queue.get("t1")["status"] == "recovering"  # type: ignore[index]
     again = queue.claim(w2, "w2")
     assert again is not None and again.task_id == "t1" and again.attempts == 2
     assert queue.get("t1")["worker"] == "w2" and queue.statuses(["t1"]) == {"t1": "running"}  # type: ignore[index]
@@ -385,21 +386,24 @@ def test_runs_of_the_old_queue_table_move_onto_procrastinate_when_the_schema_is_
             command.upgrade(migrate._config(conn), "0007")
         with db.transaction() as tx:
             for task_id, status, attempts, error in (("q1", "queued", 0, None), ("r1", "running", 1, None),
-                                                     ("f1", "failed", 2, "malformed run request: x")):
+                                                     ("f1", "failed", 2, "malformed run request: x"),
+                                                     ("d1", "done", 1, None)):
                 tx.execute("INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, "
                            "trace, error, lease_until) VALUES (?, 'alice', 'chat', ?, ?, 5, ?, '', ?, 7)",
                            (task_id, '{"message": "hi"}', status, attempts, error))
         assert migrate.upgrade(db) == migrate.head()
         queue = RunQueue(db, lease_seconds=30, max_running_per_user=5)
-        assert queue.records(["q1", "r1", "f1"]) == {"q1": ("queued", None), "r1": ("recovering", None),
-                                                     "f1": ("failed", "malformed run request: x")}
+        assert queue.records(["q1", "r1", "f1", "d1"]) == {"q1": ("queued", None), "r1": ("recovering", None),
+                                                           "f1": ("failed", "malformed run request: x"),
+                                                           "d1": ("done", None)}
+        assert queue.get("d1")["status"] == "done"  # type: ignore[index]
         w = queue.register_worker()
         taken = [queue.claim(w, "w1"), queue.claim(w, "w1"), queue.claim(w, "w1")]
         assert [(c.task_id, c.attempts, c.request, c.enqueued_at) for c in taken if c is not None] == [
             ("q1", 1, {"message": "hi"}, 5.0), ("r1", 2, {"message": "hi"}, 5.0)]
         with db.transaction() as tx:
             left = tx.execute("SELECT task_id, status FROM saber_run_queue ORDER BY task_id").fetchall()
-        assert [tuple(r) for r in left] == [("f1", "failed"), ("q1", "moved"), ("r1", "moved")]
+        assert [tuple(r) for r in left] == [("d1", "done"), ("f1", "failed"), ("q1", "moved"), ("r1", "moved")]
         assert migrate.upgrade(db) == migrate.head() and queue.depth() == 0, "upgrading again changes nothing"
     finally:
         db.dispose()
@@ -426,3 +430,13 @@ def test_a_cancel_that_meets_a_claim_under_way_waits_for_it_and_leaves_the_run_t
     assert outcome == [False]
     assert queue.get("t1")["status"] == "running" and job(queue_url, "t1")[:1] + job(queue_url, "t1")[3:4] == (  # type: ignore[index]
         "doing", True)
+
+
+def test_a_job_settled_outside_the_queue_reports_how_its_job_ended(queue: RunQueue, queue_url: str) -> None:
+    """A job finished by hand (procrastinate's own tools) with its run's record left open."""
+    for task_id in ("s", "a", "f"):
+        add(queue, task_id, "alice")
+    with psycopg.connect(queue_url, autocommit=True) as conn:
+        for task_id, status in (("s", "succeeded"), ("a", "aborted"), ("f", "failed")):
+            conn.execute("UPDATE procrastinate_jobs SET status = %s WHERE lock = %s", (status, task_id))
+    assert queue.statuses(["s", "a", "f"]) == {"s": "done", "a": "cancelled", "f": "failed"}
