@@ -397,10 +397,15 @@ def test_runs_of_the_old_queue_table_move_onto_procrastinate_when_the_schema_is_
                                                            "f1": ("failed", "malformed run request: x"),
                                                            "d1": ("done", None)}
         assert queue.get("d1")["status"] == "done"  # type: ignore[index]
+        queue.enqueue(task_id="n1", user_id="alice", kind="chat", request={"message": "later"})
+        with db.transaction() as tx:
+            queues = tx.execute("SELECT DISTINCT queue_name FROM procrastinate_jobs").fetchall()
+        assert [tuple(q) for q in queues] == [(queue_name("alice"),)], "moved runs are in their user's queue"
         w = queue.register_worker()
         taken = [queue.claim(w, "w1"), queue.claim(w, "w1"), queue.claim(w, "w1")]
-        assert [(c.task_id, c.attempts, c.request, c.enqueued_at) for c in taken if c is not None] == [
-            ("q1", 1, {"message": "hi"}, 5.0), ("r1", 2, {"message": "hi"}, 5.0)]
+        assert [(c.task_id, c.attempts, c.request, c.enqueued_at) for c in taken[:2] if c is not None] == [
+            ("q1", 1, {"message": "hi"}, 5.0), ("r1", 2, {"message": "hi"}, 5.0)], "the older runs first"
+        assert taken[2] is not None and taken[2].task_id == "n1"
         with db.transaction() as tx:
             left = tx.execute("SELECT task_id, status FROM saber_run_queue ORDER BY task_id").fetchall()
         assert [tuple(r) for r in left] == [("d1", "done"), ("f1", "failed"), ("q1", "moved"), ("r1", "moved")]
@@ -434,9 +439,10 @@ def test_a_cancel_that_meets_a_claim_under_way_waits_for_it_and_leaves_the_run_t
 
 def test_a_job_settled_outside_the_queue_reports_how_its_job_ended(queue: RunQueue, queue_url: str) -> None:
     """A job finished by hand (procrastinate's own tools) with its run's record left open."""
-    for task_id in ("s", "a", "f"):
+    for task_id in ("s", "a", "f", "gone"):
         add(queue, task_id, "alice")
     with psycopg.connect(queue_url, autocommit=True) as conn:
         for task_id, status in (("s", "succeeded"), ("a", "aborted"), ("f", "failed")):
             conn.execute("UPDATE procrastinate_jobs SET status = %s WHERE lock = %s", (status, task_id))
-    assert queue.statuses(["s", "a", "f"]) == {"s": "done", "a": "cancelled", "f": "failed"}
+        conn.execute("DELETE FROM procrastinate_jobs WHERE lock = 'gone'")
+    assert queue.statuses(["s", "a", "f", "gone"]) == {"s": "done", "a": "cancelled", "f": "failed", "gone": "failed"}
