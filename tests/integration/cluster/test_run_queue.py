@@ -85,6 +85,8 @@ def test_users_take_turns_and_the_limit_holds(queue: RunQueue) -> None:
 def test_a_run_is_a_procrastinate_job_in_its_user_s_queue_locked_on_its_task_id(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
     assert job(queue_url, "t1") == ("todo", queue_name("alice"), 0, False, "t1", "t1")
+    with psycopg.connect(queue_url) as conn:  # what procrastinate's own tools show of it
+        assert conn.execute("SELECT task_name, args FROM procrastinate_jobs").fetchall() == [("saber.run", {"task_id": "t1"})]
     assert queue_name("alice") != queue_name("bob") and len(queue_name("x" * 500)) <= 128
     w = queue.register_worker()
     assert queue.claim(w, "w1") is not None
