@@ -274,8 +274,8 @@ class RunQueue:
         """Take the next runnable run for procrastinate worker ``worker_id`` (named ``worker``), or
         None: of the users under their running limit, the one with the fewest running runs goes
         first, then the oldest waiting run; procrastinate's fetch takes that user's next job. A user
-        another worker is taking a run of at this moment is skipped (as ``SKIP LOCKED`` skips a
-        row): that worker takes it, and claimers never wait for each other."""
+        another worker is taking a run of at this moment is tried last (as ``SKIP LOCKED`` skips a
+        row): claimers wait for each other only when no other user has a run to take."""
         with self.db.transaction() as tx:
             candidates = tx.execute(
                 f"SELECT j.queue_name, count(*) FILTER (WHERE j.status = 'doing' AND {_ALIVE}) AS running, "
@@ -284,29 +284,42 @@ class RunQueue:
                 "WHERE j.task_name = ? AND j.status IN ('todo', 'doing') GROUP BY j.queue_name "
                 "HAVING count(*) FILTER (WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())) > 0 "
                 "ORDER BY running, oldest LIMIT 16", (self.lease_seconds, TASK_NAME)).fetchall()
+            busy: list[str] = []
             for queue, _, _ in candidates:
                 if not tx.execute("SELECT pg_try_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,)).fetchone()[0]:
-                    continue  # another worker is taking this user's next run right now: take another user's
-                running = tx.execute("SELECT count(*) FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
-                                     f"ON w.id = j.worker_id WHERE j.queue_name = ? AND j.status = 'doing' AND {_ALIVE}",
-                                     (queue, self.lease_seconds)).fetchone()[0]
-                if running >= self.max_running_per_user:
+                    busy.append(queue)  # another worker is taking this user's next run right now: another user's first
                     continue
-                job = self._one(tx, "fetch_job", queues=[queue], worker_id=worker_id)
-                if job["id"] is None:
-                    continue
-                row = tx.execute(
-                    f"UPDATE saber_runs SET attempts = attempts + 1, worker = ?, recovering = FALSE, started_at = {_NOW} "
-                    f"WHERE job_id = ? AND outcome IS NULL "
-                    f"RETURNING task_id, user_id, kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
-                    (worker, job["id"])).fetchone()
-                if row is None:  # a job with no open record (deferred by hand, or its record replaced)
-                    log.error("queue job %s (%s) has no open run record; failing it", job["id"], job["args"])
-                    self._one(tx, "finish_job", job_id=job["id"], status="failed", delete_job=False)
-                    continue
+                claim = self._take(tx, queue, worker_id, worker)
+                if claim is not None:
+                    return claim
+            for queue in busy:  # nothing elsewhere: wait for that worker, then take this user's next run
+                tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,))
+                claim = self._take(tx, queue, worker_id, worker)
+                if claim is not None:
+                    return claim
+        return None
+
+    def _take(self, tx: Tx, queue: str, worker_id: int, worker: str) -> Claim | None:
+        """The next run of ``queue`` (one user's), under that user's lock, if the user is under the limit."""
+        running = tx.execute("SELECT count(*) FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
+                             f"ON w.id = j.worker_id WHERE j.queue_name = ? AND j.status = 'doing' AND {_ALIVE}",
+                             (queue, self.lease_seconds)).fetchone()[0]
+        while running < self.max_running_per_user:
+            job = self._one(tx, "fetch_job", queues=[queue], worker_id=worker_id)
+            if job["id"] is None:
+                return None
+            row = tx.execute(
+                f"UPDATE saber_runs SET attempts = attempts + 1, worker = ?, recovering = FALSE, started_at = {_NOW} "
+                f"WHERE job_id = ? AND outcome IS NULL "
+                f"RETURNING task_id, user_id, kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
+                (worker, job["id"])).fetchone()
+            if row is not None:
                 task_id, user_id, kind, request, attempts, enqueued_at, waited, trace = row
                 return Claim(task_id=task_id, user_id=user_id, kind=kind, request=_json(request), attempts=int(attempts),
                              enqueued_at=float(enqueued_at), waited=float(waited), trace=trace, job_id=int(job["id"]))
+            # a job with no open record (deferred by hand, or its record replaced): failed, and the next one taken
+            log.error("queue job %s (%s) has no open run record; failing it", job["id"], job["args"])
+            self._one(tx, "finish_job", job_id=job["id"], status="failed", delete_job=False)
         return None
 
     def heartbeat(self, worker_id: int, task_ids: list[str]) -> Beat:

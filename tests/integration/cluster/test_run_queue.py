@@ -165,6 +165,8 @@ def test_a_stalled_worker_s_run_is_recovering_then_taken_over_by_another(queue: 
     assert queue.reap(w2) == ["t1"]
     assert queue.statuses(["t1"]) == {"t1": "recovering"}, "put back for another worker: still recovering"
     assert queue.get("t1")["status"] == "recovering"  # type: ignore[index]
+    with pytest.raises(DuplicateTask, match=r"^task 't1' is already recovering$"):
+        queue.enqueue(task_id="t1", user_id="alice", kind="resume", request={})
     again = queue.claim(w2, "w2")
     assert again is not None and again.task_id == "t1" and again.attempts == 2
     assert queue.get("t1")["worker"] == "w2" and queue.statuses(["t1"]) == {"t1": "running"}  # type: ignore[index]
@@ -353,10 +355,11 @@ def test_a_worker_pruned_while_stalled_registers_again_and_holds_nothing(queue: 
 
 def test_a_job_without_its_record_is_failed_not_run(queue: RunQueue, queue_url: str) -> None:
     add(queue, "t1", "alice")
+    add(queue, "b1", "bob")
     with psycopg.connect(queue_url, autocommit=True) as conn:
         conn.execute("DELETE FROM saber_runs WHERE task_id = 't1'")
     w = queue.register_worker()
-    assert queue.claim(w, "w1") is None
+    assert queue.claim(w, "w1").task_id == "b1", "the next user's run is taken instead"  # type: ignore[union-attr]
     with psycopg.connect(queue_url) as conn:
         assert conn.execute("SELECT status::text FROM procrastinate_jobs WHERE lock = 't1'").fetchone() == ("failed",)
 
