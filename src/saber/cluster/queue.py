@@ -1,38 +1,68 @@
-"""``RunQueue``: the durable run queue of the distributed mode, a PostgreSQL table (migration 0004).
+"""``RunQueue``: the durable run queue of the distributed mode, on procrastinate (migration 0008).
 
-A request accepted by an API node is a row before the node answers, so it survives every
-worker being down. Workers take rows with ``FOR UPDATE SKIP LOCKED`` (no two take the same row,
-none waits for another) and hold them with a lease they renew; a row whose lease ran out (its
-worker died) is taken again like a queued one. Fairness: among the runnable rows, the user with
-the fewest running tasks goes first, then the oldest request. The per-user limit is checked
-under a transaction-scoped advisory lock on the user, so two workers claiming at the same time
-cannot both take that user's last slot. Nothing here is home-made locking: row locks and
-advisory locks are PostgreSQL's.
+Each accepted request is a procrastinate job (task ``saber.run``) in the same PostgreSQL as the
+checkpoints, plus a row of ``saber_runs``: the task's record (its user, kind, request, and how it
+ended, with why a failed run failed), which the API and ``saber tasks`` read. What procrastinate
+owns: the jobs and their states (todo, doing, succeeded, failed, aborted, cancelled), the
+``queueing_lock`` and ``lock`` on the task id (no two waiting jobs of one task, no two running),
+taking a job (``procrastinate_fetch_job_v2``: ``FOR UPDATE SKIP LOCKED``), worker heartbeats and
+finding the jobs of stalled workers, retrying a job (now, or later with its ``RetryStrategy``'s
+backoff) and cancelling or aborting one.
 
-Every method blocks (it is a database call): the async callers run them with ``asyncio.to_thread``.
+What procrastinate has not, built here on top of it: a per-user limit of N running jobs across
+all workers, and fairness between users. Every user has a procrastinate queue of their own;
+a worker picks the user with the fewest running jobs (then the oldest waiting job) and calls
+procrastinate's fetch on that user's queue, in one transaction under an advisory lock on the
+user (tried, not waited for: a user locked by another claimer is skipped), so two workers taking
+jobs at once cannot both take the user's last slot.
+
+A job whose worker stopped its heartbeat for ``lease_seconds`` (it died) is ``recovering``; any
+other worker puts it back (``reap``) and takes it like a queued one. Every method blocks (it is
+a database call): the async callers run them with ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from saber.db.database import Database
+from procrastinate import App, RetryStrategy, SyncPsycopgConnector, sql
+from procrastinate import jobs as pjobs
+
+from saber.db.database import Database, Tx
 from saber.redact import redact_value
 from saber.runs.request import RunRequest
 
-_NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
-"""The database's clock: every lease is measured on one clock, whatever the machines' clocks say."""
+log = logging.getLogger(__name__)
 
-_LIVE = f"status = 'running' AND lease_until >= {_NOW}"
-
-_STATUS = f"CASE WHEN status = 'running' AND lease_until < {_NOW} THEN 'recovering' ELSE status END"
-"""A row's status as the API says it: a run whose worker stopped renewing its lease is ``recovering``."""
+TASK_NAME = "saber.run"
+"""The procrastinate task of every run."""
 
 MAX_ATTEMPTS = 5
 """Times a run is taken before a failure that is not an outage (a bug, a crash of its worker each
 time) fails it for good, with its reason: a run that cannot work is not retried forever."""
+
+RETRY = RetryStrategy(max_attempts=MAX_ATTEMPTS - 1, wait=1, exponential_wait=2)
+"""When a run that failed in its worker is tried again: 3, 5, 9, 17 s after each failure
+(procrastinate's backoff); after ``MAX_ATTEMPTS`` takes it is failed with its reason."""
+
+_NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
+
+_ALIVE = "(w.id IS NOT NULL AND w.last_heartbeat >= now() - make_interval(secs => ?))"
+"""A job's worker (``w``, joined on the job's ``worker_id``) sent a heartbeat within the lease."""
+
+_RECORD = (f"SELECT r.task_id, r.user_id, r.kind, r.request, r.enqueued_at, r.worker, r.attempts, r.error, "
+           f"r.outcome, r.recovering, r.job_id, j.status, {_ALIVE} "
+           "FROM saber_runs r LEFT JOIN procrastinate_jobs j ON j.id = r.job_id "
+           "LEFT JOIN procrastinate_workers w ON w.id = j.worker_id ")
+
+_ENDED = {"succeeded": "done", "failed": "failed", "aborted": "cancelled", "cancelled": "cancelled"}
+"""A job that ended without its record saying how (a job settled by hand): its status as the API says it."""
+
+_JOB_END = {"done": "succeeded", "cancelled": "aborted", "failed": "failed"}
 
 
 class QueueFull(Exception):
@@ -59,6 +89,25 @@ class Claim:
     waited: float
     """Seconds from the request to this claim."""
     trace: str
+    job_id: int
+    """The procrastinate job."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Beat:
+    """What a worker's heartbeat learnt: the runs it still holds, those asked to abort, its id."""
+
+    held: set[str]
+    abort: set[str]
+    worker_id: int
+    """Its procrastinate worker id: a new one when its row was pruned (it was stalled that long)."""
+    orphans: set[str]
+    """Runs it holds in the queue that were not in the ids it gave (one it could not settle)."""
+
+
+def queue_name(user_id: str) -> str:
+    """The procrastinate queue of ``user_id``'s runs (a queue name is at most 128 characters)."""
+    return "saber:" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:32]
 
 
 def _json(text: Any) -> Any:
@@ -71,9 +120,26 @@ def _json(text: Any) -> Any:
         return text
 
 
+def _driver(tx: Tx) -> Any:
+    """The psycopg connection of ``tx``, for procrastinate's queries: they run in ``tx``'s
+    transaction (psycopg begins it on the first statement), so ``tx``'s commit commits them."""
+    return tx.driver_connection
+
+
+def _status(outcome: str | None, recovering: bool, job_status: str | None, alive: bool) -> str:
+    """A run's status as the API says it: how it ended if it did, else what its job is doing."""
+    if outcome:
+        return outcome
+    if job_status == "todo":
+        return "recovering" if recovering else "queued"
+    if job_status == "doing":
+        return "running" if alive else "recovering"
+    return _ENDED.get(str(job_status), "failed")
+
+
 def _check_reuse(task_id: str, status: str, kind: str) -> None:
     """Raise ``DuplicateTask`` unless a run of ``kind`` may take the id of a task that is ``status``."""
-    if status in ("queued", "running"):
+    if status in ("queued", "running", "recovering"):
         raise DuplicateTask(f"task {task_id!r} is already {status}")
     if kind != "resume":
         raise DuplicateTask(f"task id {task_id!r} already exists: choose a new one (or resume that task)")
@@ -83,54 +149,65 @@ class RunQueue:
     def __init__(self, db: Database, *, lease_seconds: float, max_running_per_user: int,
                  max_waiting_per_user: int = 1000) -> None:
         if db.dialect != "postgresql":
-            raise ValueError("the run queue needs PostgreSQL (database.url): the SQLite default runs requests in-process")
+            raise ValueError("the run queue needs PostgreSQL (database_url): the SQLite default runs requests in-process")
         self.db = db
         self.lease_seconds = lease_seconds
         self.max_running_per_user = max_running_per_user
         self.max_waiting_per_user = max_waiting_per_user
+        self.connector = SyncPsycopgConnector()
+        """procrastinate's connector, used on the connection of our own transactions (never its pool)."""
+        self.app = App(connector=self.connector)
+
+    def _one(self, tx: Tx, query: str, **arguments: Any) -> dict[str, Any]:
+        """One row of procrastinate's query ``query`` (a name in ``procrastinate.sql.queries``), in ``tx``."""
+        return self.connector.execute_query_one_with_connection(_driver(tx), sql.queries[query], **arguments)
+
+    def _all(self, tx: Tx, query: str, **arguments: Any) -> list[dict[str, Any]]:
+        return self.connector.execute_query_all_with_connection(_driver(tx), sql.queries[query], **arguments)
+
+    def _record(self, tx: Tx, task_id: str) -> tuple[Any, ...] | None:
+        row = tx.execute(_RECORD + "WHERE r.task_id = ?", (self.lease_seconds, task_id)).fetchone()
+        return tuple(row) if row is not None else None
 
     # -- API side ------------------------------------------------------------------------------
 
     def enqueue(self, *, task_id: str, user_id: str, kind: str, request: RunRequest, trace: str = "") -> float:
-        """Add a run; returns its enqueue time. A task id that is queued or running raises
-        ``DuplicateTask``; a finished one is queued again (``kind`` resume)."""
+        """Add a run; returns its enqueue time. A task id that is queued, running or recovering
+        raises ``DuplicateTask``; a finished one is queued again (``kind`` resume)."""
+        queue = queue_name(user_id)
         with self.db.transaction() as tx:
-            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + user_id,))
-            row = tx.execute("SELECT status FROM saber_run_queue WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-task:" + task_id,))
+            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,))
+            row = self._record(tx, task_id)
             if row is not None:
-                _check_reuse(task_id, str(row[0]), kind)
-            waiting = tx.execute("SELECT count(*) FROM saber_run_queue WHERE user_id = ? AND status IN ('queued', 'running')",
-                                 (user_id,)).fetchone()[0]
+                _check_reuse(task_id, _status(row[8], row[9], row[11], row[12]), kind)
+            waiting = tx.execute("SELECT count(*) FROM procrastinate_jobs WHERE queue_name = ? AND task_name = ? "
+                                 "AND status IN ('todo', 'doing')", (queue, TASK_NAME)).fetchone()[0]
             if waiting >= self.max_waiting_per_user:
                 raise QueueFull(f"user {user_id!r} already has {waiting} request(s) queued or running")
-            now = tx.execute(f"SELECT {_NOW}").fetchone()[0]
-            tx.execute("DELETE FROM saber_run_queue WHERE task_id = ? AND status NOT IN ('queued', 'running')", (task_id,))
-            added = tx.execute(
-                "INSERT INTO saber_run_queue (task_id, user_id, kind, request, status, enqueued_at, attempts, trace) "
-                "VALUES (?, ?, ?, ?, 'queued', ?, 0, ?) ON CONFLICT (task_id) DO NOTHING RETURNING task_id",
-                (task_id, user_id, kind, request.stored(), now, trace)).fetchone()
-            if added is None:  # a request with this id was queued meanwhile (another user's: under another lock)
-                row = tx.execute("SELECT status FROM saber_run_queue WHERE task_id = ?", (task_id,)).fetchone()
-                _check_reuse(task_id, str(row[0]) if row is not None else "queued", kind)
-                raise DuplicateTask(f"task {task_id!r} was queued by another request meanwhile")
-        return float(now)
+            now = float(tx.execute(f"SELECT {_NOW}").fetchone()[0])
+            job = self.app.job_manager.defer_job(
+                pjobs.Job(queue=queue, task_name=TASK_NAME, lock=task_id, queueing_lock=task_id,
+                          task_kwargs={"task_id": task_id}), connection=_driver(tx))
+            tx.execute("DELETE FROM saber_runs WHERE task_id = ?", (task_id,))
+            tx.execute("INSERT INTO saber_runs (task_id, user_id, kind, request, enqueued_at, trace, job_id, attempts) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, 0)", (task_id, user_id, kind, request.stored(), now, trace, job.id))
+        return now
 
     def get(self, task_id: str) -> dict[str, Any] | None:
-        """The row of ``task_id``; its ``status`` as ``statuses`` says it (``recovering`` included)."""
+        """The record of ``task_id``; its ``status`` as ``statuses`` says it (``recovering`` included)."""
         with self.db.transaction() as tx:
-            row = tx.execute(f"SELECT task_id, user_id, kind, request, {_STATUS}, enqueued_at, worker, attempts, error "
-                             "FROM saber_run_queue WHERE task_id = ?", (task_id,)).fetchone()
+            row = self._record(tx, task_id)
         if row is None:
             return None
-        keys = ("task_id", "user_id", "kind", "request", "status", "enqueued_at", "worker", "attempts", "error")
-        out = dict(zip(keys, row, strict=True))
-        out["request"] = _json(out["request"])
-        return out
+        return {"task_id": row[0], "user_id": row[1], "kind": row[2], "request": _json(row[3]),
+                "status": _status(row[8], row[9], row[11], row[12]), "enqueued_at": float(row[4]), "worker": row[5],
+                "attempts": int(row[6]), "error": row[7]}
 
     def statuses(self, task_ids: list[str]) -> dict[str, str]:
         """The status of each of ``task_ids`` the queue holds: queued, running (a live worker holds
-        it), recovering (its worker is gone: the lease ran out, another worker takes it next),
-        done, cancelled or failed."""
+        it), recovering (its worker is gone, or it is waiting for another after that), done,
+        cancelled or failed."""
         return {t: r[0] for t, r in self.records(task_ids).items()}
 
     def records(self, task_ids: list[str]) -> dict[str, tuple[str, str | None]]:
@@ -138,91 +215,214 @@ class RunQueue:
         if not task_ids:
             return {}
         with self.db.transaction() as tx:
-            rows = tx.execute(f"SELECT task_id, {_STATUS}, error FROM saber_run_queue WHERE task_id = ANY(?)",
-                              (task_ids,)).fetchall()
-        return {str(t): (str(s), e) for t, s, e in rows}
+            rows = tx.execute(_RECORD + "WHERE r.task_id = ANY(?)", (self.lease_seconds, task_ids)).fetchall()
+        return {str(r[0]): (_status(r[8], r[9], r[11], r[12]), r[7]) for r in rows}
 
     def cancel_waiting(self, task_id: str) -> bool:
-        """Mark a run no worker holds cancelled (queued, or running under an expired lease); True
-        if it was one. A run a live worker holds is cancelled through that worker instead."""
+        """Cancel a run no live worker holds (queued, or recovering); True if it was one. A run a
+        live worker holds is asked to abort (procrastinate's ``abort_requested``: its worker sees
+        it at its next heartbeat) and False is returned, so the caller signals that worker too."""
         with self.db.transaction() as tx:
-            done = tx.execute(f"UPDATE saber_run_queue SET status = 'cancelled', finished_at = {_NOW}, worker = NULL "
-                              f"WHERE task_id = ? AND (status = 'queued' OR (status = 'running' AND lease_until < {_NOW}))",
-                              (task_id,))
-            return done.rowcount > 0
+            record = tx.execute("SELECT job_id FROM saber_runs WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
+            # the job read after the record's lock, in a statement of its own: a claim that held the
+            # lock has committed by then, and this read sees what it did (then holds the job still)
+            row = tx.execute(f"SELECT j.status, {_ALIVE} FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
+                             "ON w.id = j.worker_id WHERE j.id = ? FOR UPDATE OF j",
+                             (self.lease_seconds, record[0] if record is not None else None)).fetchone()
+            if row is None or row[0] not in ("todo", "doing"):  # unknown, or ended (its record says how)
+                return False
+            job_id, job_status, alive = int(record[0]), row[0], bool(row[1])
+            self._one(tx, "cancel_job", job_id=job_id, abort=job_status == "doing", delete_job=False)
+            if job_status == "doing":
+                if alive:
+                    return False
+                self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
+            tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', worker = NULL, recovering = FALSE, "
+                       f"finished_at = {_NOW} WHERE task_id = ?", (task_id,))
+            return True
 
     def depth(self) -> int:
         with self.db.transaction() as tx:
-            return int(tx.execute("SELECT count(*) FROM saber_run_queue WHERE status = 'queued'").fetchone()[0])
+            return int(tx.execute("SELECT count(*) FROM procrastinate_jobs WHERE task_name = ? AND status = 'todo'",
+                                  (TASK_NAME,)).fetchone()[0])
 
     def running_by_user(self) -> dict[str, int]:
+        """Runs a live worker holds, per user."""
         with self.db.transaction() as tx:
-            rows = tx.execute(f"SELECT user_id, count(*) FROM saber_run_queue WHERE {_LIVE} GROUP BY user_id").fetchall()
+            rows = tx.execute(f"SELECT r.user_id, count(*) FROM procrastinate_jobs j JOIN saber_runs r ON r.job_id = j.id "
+                              f"LEFT JOIN procrastinate_workers w ON w.id = j.worker_id "
+                              f"WHERE j.status = 'doing' AND {_ALIVE} GROUP BY r.user_id",
+                              (self.lease_seconds,)).fetchall()
         return {str(u): int(n) for u, n in rows}
 
     # -- worker side ---------------------------------------------------------------------------
 
-    def claim(self, worker: str) -> Claim | None:
-        """Take the next runnable run for ``worker``, or None. A run whose lease ran out is taken
-        only by another worker: ``worker`` itself may still be running it (and will notice)."""
+    def register_worker(self) -> int:
+        """A new procrastinate worker id, whose heartbeat starts now."""
+        with self.db.transaction() as tx:
+            return int(self._one(tx, "register_worker")["worker_id"])
+
+    def unregister_worker(self, worker_id: int) -> None:
+        """The worker stops: its row goes (a run it still held is stalled at once, and taken over)."""
+        with self.db.transaction() as tx:
+            self._one(tx, "unregister_worker", worker_id=worker_id)
+
+    def claim(self, worker_id: int, worker: str = "") -> Claim | None:
+        """Take the next runnable run for procrastinate worker ``worker_id`` (named ``worker``), or
+        None: of the users under their running limit, the one with the fewest running runs goes
+        first, then the oldest waiting run; procrastinate's fetch takes that user's next job. A user
+        another worker is taking a run of at this moment is tried last (as ``SKIP LOCKED`` skips a
+        row): claimers wait for each other only when no other user has a run to take."""
         with self.db.transaction() as tx:
             candidates = tx.execute(
-                f"SELECT q.task_id, q.user_id FROM saber_run_queue q "
-                f"WHERE q.status = 'queued' OR (q.status = 'running' AND q.lease_until < {_NOW} AND q.worker <> ?) "
-                f"ORDER BY (SELECT count(*) FROM saber_run_queue r WHERE r.user_id = q.user_id AND r.{_LIVE}), q.enqueued_at "
-                f"LIMIT 16 FOR UPDATE OF q SKIP LOCKED", (worker,)).fetchall()
-            checked: set[str] = set()
-            for task_id, user_id in candidates:
-                if user_id in checked:
+                f"SELECT j.queue_name, count(*) FILTER (WHERE j.status = 'doing' AND {_ALIVE}) AS running, "
+                "min(j.id) FILTER (WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())) AS oldest "
+                "FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w ON w.id = j.worker_id "
+                "WHERE j.task_name = ? AND j.status IN ('todo', 'doing') GROUP BY j.queue_name "
+                "HAVING count(*) FILTER (WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())) > 0 "
+                "ORDER BY running, oldest LIMIT 16", (self.lease_seconds, TASK_NAME)).fetchall()
+            busy: list[str] = []
+            for queue, _, _ in candidates:
+                if not tx.execute("SELECT pg_try_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,)).fetchone()[0]:
+                    busy.append(queue)  # another worker is taking this user's next run right now: another user's first
                     continue
-                checked.add(user_id)
-                tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + user_id,))
-                running = tx.execute(f"SELECT count(*) FROM saber_run_queue WHERE user_id = ? AND task_id <> ? AND {_LIVE}",
-                                     (user_id, task_id)).fetchone()[0]
-                if running >= self.max_running_per_user:
-                    continue
-                row = tx.execute(
-                    f"UPDATE saber_run_queue SET status = 'running', worker = ?, attempts = attempts + 1, "
-                    f"started_at = {_NOW}, lease_until = {_NOW} + ? WHERE task_id = ? "
-                    f"RETURNING kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
-                    (worker, self.lease_seconds, task_id)).fetchone()
-                kind, request, attempts, enqueued_at, waited, trace = row
-                return Claim(task_id=task_id, user_id=user_id, kind=kind, request=_json(request),
-                             attempts=int(attempts), enqueued_at=float(enqueued_at), waited=float(waited), trace=trace)
+                claim = self._take(tx, queue, worker_id, worker)
+                if claim is not None:
+                    return claim
+            for queue in busy:  # nothing elsewhere: wait for that worker, then take this user's next run
+                tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,))
+                claim = self._take(tx, queue, worker_id, worker)
+                if claim is not None:
+                    return claim
         return None
 
-    def renew(self, worker: str, task_ids: list[str]) -> set[str]:
-        """Extend ``worker``'s leases; returns the ids it still holds (the others were taken over)."""
-        if not task_ids:
-            return set()
-        with self.db.transaction() as tx:
-            rows = tx.execute(f"UPDATE saber_run_queue SET lease_until = {_NOW} + ? "
-                              "WHERE worker = ? AND status = 'running' AND task_id = ANY(?) RETURNING task_id",
-                              (self.lease_seconds, worker, task_ids)).fetchall()
-        return {r[0] for r in rows}
+    def _take(self, tx: Tx, queue: str, worker_id: int, worker: str) -> Claim | None:
+        """The next run of ``queue`` (one user's), under that user's lock, if the user is under the limit."""
+        running = tx.execute("SELECT count(*) FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
+                             f"ON w.id = j.worker_id WHERE j.queue_name = ? AND j.status = 'doing' AND {_ALIVE}",
+                             (queue, self.lease_seconds)).fetchone()[0]
+        while running < self.max_running_per_user:
+            job = self._one(tx, "fetch_job", queues=[queue], worker_id=worker_id)
+            if job["id"] is None:
+                return None
+            row = tx.execute(
+                f"UPDATE saber_runs SET attempts = attempts + 1, worker = ?, recovering = FALSE, started_at = {_NOW} "
+                f"WHERE job_id = ? AND outcome IS NULL "
+                f"RETURNING task_id, user_id, kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
+                (worker, job["id"])).fetchone()
+            if row is not None:
+                task_id, user_id, kind, request, attempts, enqueued_at, waited, trace = row
+                return Claim(task_id=task_id, user_id=user_id, kind=kind, request=_json(request), attempts=int(attempts),
+                             enqueued_at=float(enqueued_at), waited=float(waited), trace=trace, job_id=int(job["id"]))
+            # a job with no open record (deferred by hand, or its record replaced): failed, and the next one taken
+            log.error("queue job %s (%s) has no open run record; failing it", job["id"], job["args"])
+            self._one(tx, "finish_job", job_id=job["id"], status="failed", delete_job=False)
+        return None
 
-    def finish(self, worker: str, task_id: str, status: str, *, error: str | None = None) -> bool:
-        """``status``: done | cancelled | failed (``error``: why). False if the run was no longer
-        ``worker``'s. The request kept in the row is redacted now that no worker needs its text (a
-        secret in it is not kept)."""
+    def heartbeat(self, worker_id: int, task_ids: list[str]) -> Beat:
+        """Send the worker's heartbeat; returns which of ``task_ids`` it still holds (the others
+        were taken over while it was stalled) and which were asked to abort. A worker whose row
+        was pruned (stalled past the lease) registers again: it holds nothing any more."""
         with self.db.transaction() as tx:
-            row = tx.execute("SELECT request FROM saber_run_queue WHERE task_id = ? AND worker = ? AND status = 'running' "
-                             "FOR UPDATE", (task_id, worker)).fetchone()
-            if row is None:
+            self._one(tx, "update_heartbeat", worker_id=worker_id)
+            if tx.execute("SELECT 1 FROM procrastinate_workers WHERE id = ?", (worker_id,)).fetchone() is None:
+                worker_id = int(self._one(tx, "register_worker")["worker_id"])
+            rows = tx.execute("SELECT r.task_id, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
+                              "ON j.id = r.job_id WHERE j.status = 'doing' AND j.worker_id = ?", (worker_id,)).fetchall()
+        asked = set(task_ids)
+        return Beat(held={r[0] for r in rows if r[0] in asked}, abort={r[0] for r in rows if r[1] and r[0] in asked},
+                    worker_id=worker_id, orphans={r[0] for r in rows if r[0] not in asked})
+
+    def reap(self, worker_id: int) -> list[str]:
+        """Put back the runs of stalled workers (no heartbeat for the lease: procrastinate's
+        stalled jobs), so that a worker takes them over; a run asked to abort is cancelled
+        instead. Not ``worker_id``'s own: it is alive, it is asking (its heartbeat is sent first).
+        Returns the task ids."""
+        with self.db.transaction() as tx:
+            self._one(tx, "update_heartbeat", worker_id=worker_id)
+            self._all(tx, "prune_stalled_workers", seconds_since_heartbeat=self.lease_seconds)
+            stalled = self._all(tx, "select_stalled_jobs_by_heartbeat", queue=None, task_name=TASK_NAME,
+                                seconds_since_heartbeat=self.lease_seconds)
+            rows = tx.execute("SELECT j.id, r.task_id, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
+                              "ON j.id = r.job_id WHERE j.id = ANY(?) AND j.status = 'doing' ORDER BY j.id "
+                              "FOR UPDATE OF j SKIP LOCKED", ([job["id"] for job in stalled],)).fetchall()
+            taken: list[str] = []  # (not this worker's own jobs: its heartbeat was just sent, in this transaction)
+            for job_id, task_id, abort in rows:  # only runs' jobs, and none another reaper holds
+                if abort:
+                    self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
+                    tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', worker = NULL, finished_at = {_NOW} "
+                               "WHERE job_id = ?", (job_id,))
+                else:
+                    self._one(tx, "retry_job", job_id=job_id, retry_at=None, new_priority=None, new_queue_name=None,
+                              new_lock=None)
+                    tx.execute("UPDATE saber_runs SET recovering = TRUE WHERE job_id = ?", (job_id,))
+                taken.append(str(task_id))
+        return taken
+
+    def _held(self, tx: Tx, worker_id: int, task_id: str) -> tuple[int, Any, bool] | None:
+        """(job id, request, abort requested) of ``task_id`` if ``worker_id`` holds its job, else None."""
+        row = tx.execute("SELECT j.id, r.request, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
+                         "ON j.id = r.job_id WHERE r.task_id = ? AND j.status = 'doing' AND j.worker_id = ? "
+                         "FOR UPDATE OF r, j", (task_id, worker_id)).fetchone()
+        return (int(row[0]), row[1], bool(row[2])) if row is not None else None
+
+    def finish(self, worker_id: int, task_id: str, status: str, *, error: str | None = None) -> bool:
+        """``status``: done | cancelled | failed (``error``: why). False if the run was no longer
+        ``worker_id``'s. The request kept in the record is redacted now that no worker needs its
+        text (a secret in it is not kept)."""
+        if status not in _JOB_END:
+            raise ValueError(f"status: done, cancelled or failed, not {status!r}")
+        with self.db.transaction() as tx:
+            held = self._held(tx, worker_id, task_id)
+            if held is None:
                 return False
-            request = redact_value(_json(row[0]))
-            tx.execute(f"UPDATE saber_run_queue SET status = ?, finished_at = {_NOW}, lease_until = NULL, request = ?, "
-                       "error = ? WHERE task_id = ?", (status, json.dumps(request), error, task_id))
+            job_id, request, _ = held
+            self._one(tx, "finish_job", job_id=job_id, status=_JOB_END[status], delete_job=False)
+            tx.execute(f"UPDATE saber_runs SET outcome = ?, error = ?, request = ?, finished_at = {_NOW}, "
+                       "recovering = FALSE WHERE task_id = ?",
+                       (status, error, json.dumps(redact_value(_json(request))), task_id))
             return True
 
-    def fail(self, worker: str, task_id: str, reason: str) -> bool:
+    def fail(self, worker_id: int, task_id: str, reason: str) -> bool:
         """End a run that cannot run (a malformed request, or ``MAX_ATTEMPTS`` failures) with its
-        reason, which the task's record shows; False if the run was no longer ``worker``'s."""
-        return self.finish(worker, task_id, "failed", error=reason[:2000])
+        reason, which the task's record shows; False if the run was no longer ``worker_id``'s."""
+        return self.finish(worker_id, task_id, "failed", error=reason[:2000])
 
-    def hand_back(self, worker: str, task_id: str) -> bool:
-        """Put a run ``worker`` stops (it is shutting down) back in the queue for another worker."""
+    def hand_back(self, worker_id: int, task_id: str) -> bool:
+        """Put a run ``worker_id`` stops (it is shutting down) back in the queue for another
+        worker (one asked to abort is cancelled instead)."""
         with self.db.transaction() as tx:
-            done = tx.execute("UPDATE saber_run_queue SET status = 'queued', worker = NULL, lease_until = NULL "
-                              "WHERE task_id = ? AND worker = ? AND status = 'running'", (task_id, worker))
-            return done.rowcount > 0
+            held = self._held(tx, worker_id, task_id)
+            if held is None:
+                return False
+            job_id, _, abort = held
+            if abort:
+                self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
+                tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', finished_at = {_NOW} WHERE task_id = ?",
+                           (task_id,))
+            else:
+                self._one(tx, "retry_job", job_id=job_id, retry_at=None, new_priority=None, new_queue_name=None,
+                          new_lock=None)
+            return True
+
+    def retry(self, worker_id: int, task_id: str, reason: str) -> str | None:
+        """A run failed in ``worker_id`` (not an outage: a bug, a crash): try it again after
+        ``RETRY``'s backoff, or, after ``MAX_ATTEMPTS`` takes, fail it with ``reason``. Returns
+        "retry" or "failed", or None if the run was no longer ``worker_id``'s."""
+        with self.db.transaction() as tx:
+            held = self._held(tx, worker_id, task_id)
+            if held is None:
+                return None
+            job_id, request, _ = held
+            taken = tx.execute("SELECT attempts FROM saber_runs WHERE task_id = ?", (task_id,)).fetchone()[0]
+            failed_before = pjobs.Job(queue="", lock=task_id, queueing_lock=task_id, task_name=TASK_NAME,
+                                      attempts=int(taken) - 1)  # all a RetryStrategy reads of a job: its attempts
+            decision = RETRY.get_retry_decision(exception=RuntimeError(reason), job=failed_before)
+            if decision is None:
+                self._one(tx, "finish_job", job_id=job_id, status="failed", delete_job=False)
+                tx.execute(f"UPDATE saber_runs SET outcome = 'failed', error = ?, request = ?, finished_at = {_NOW} "
+                           "WHERE task_id = ?", (reason[:2000], json.dumps(redact_value(_json(request))), task_id))
+                return "failed"
+            self._one(tx, "retry_job", job_id=job_id, retry_at=decision.retry_at, new_priority=None, new_queue_name=None,
+                      new_lock=None)
+            return "retry"

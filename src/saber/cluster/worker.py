@@ -1,5 +1,12 @@
 """``Worker``: takes runs from the queue, runs them with its ``Agent`` and writes their events to Redis.
 
+It is a procrastinate worker as the database sees it (a row of ``procrastinate_workers`` whose
+heartbeat it sends every third of ``cluster.lease``; its jobs are ``doing`` under its id), with
+a loop of its own rather than procrastinate's ``Worker``: that one stops when a database call of
+its side tasks fails (a PostgreSQL restart would stop every worker), and it has no per-user
+admission. This loop waits an outage out with the project's retry policy, and takes runs through
+``RunQueue.claim`` (procrastinate's fetch under the per-user limit).
+
 A run taken for the first time starts fresh; one an earlier worker started (it died, or handed
 the run back when stopped) is resumed from its react checkpoint, so finished nodes are not run
 again, or, without a checkpoint (a chat, tool or rag request), run again from the start. A node
@@ -57,6 +64,7 @@ class WorkerStats:
     finished: int = 0
     handed_back: int = 0
     lost: int = 0
+    retried: int = 0
     ids: list[str] = field(default_factory=list)
 
 
@@ -71,10 +79,15 @@ class Worker:
         self.prefix = settings.cluster.redis_prefix
         self.stats = WorkerStats()
         self._runs: dict[str, _Running] = {}
+        self.worker_id = 0
+        """Its procrastinate worker id (registered when ``run`` starts; again if its row was pruned)."""
+        self._claiming = False
+        self._back_at = float("-inf")
+        """When this worker last reached the database again after failing to (loop time)."""
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._beats = ThreadPoolExecutor(1, thread_name_prefix="saber-worker-lease")
-        """The lease renewals' own thread: busy store calls in the shared pool cannot delay them."""
+        self._beats = ThreadPoolExecutor(1, thread_name_prefix="saber-worker-heartbeat")
+        """The heartbeat's own thread: busy store calls in the shared pool cannot delay it."""
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -86,6 +99,11 @@ class Worker:
 
     async def run(self) -> None:
         """Take and run runs until ``stop``."""
+        async for attempt in retrying(timeout=None, wait_initial=0.5, wait_max=10.0):
+            with attempt:
+                if attempt.num > 1:
+                    self._back_at = asyncio.get_running_loop().time()
+                self.worker_id = await asyncio.to_thread(self.queue.register_worker)
         helpers = [asyncio.create_task(self._listen(), name="saber-worker-listen"),
                    asyncio.create_task(self._heartbeat(), name="saber-worker-heartbeat")]
         try:
@@ -96,6 +114,10 @@ class Worker:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
             self._beats.shutdown(wait=False)
+            try:  # a run still held is stalled at once: another worker takes it over without waiting a lease
+                await asyncio.to_thread(self.queue.unregister_worker, self.worker_id)
+            except Exception as exc:
+                log.warning("unregistering worker %s failed: %s", self.name, exc)
 
     async def _take_runs(self) -> None:
         while not self._stopping.is_set():
@@ -123,7 +145,11 @@ class Worker:
             with attempt:
                 if self._stopping.is_set():
                     return None
-                return await asyncio.to_thread(self.queue.claim, self.name)
+                self._claiming = True
+                try:
+                    return await asyncio.to_thread(self.queue.claim, self.worker_id, self.name)
+                finally:
+                    self._claiming = False
         return None
 
     async def _sleep(self) -> None:
@@ -185,27 +211,53 @@ class Worker:
             running.cancel_sent = self.agent.cancel(running.claim.task_id)
 
     async def _heartbeat(self) -> None:
-        """Renew the leases every third of their length; while the database cannot be reached,
-        again with a short backoff, so the leases are renewed as soon as it is back (before
-        another worker would take the runs over)."""
+        """Send the worker's heartbeat every third of the lease, learn which runs it no longer
+        holds (taken over while it was stalled) or were asked to abort, and put back the runs of
+        stalled workers (procrastinate's stalled jobs) so that they are taken over. While the
+        database cannot be reached, again with a short backoff, so the heartbeat is sent as soon
+        as it is back (before another worker would take the runs over).
+
+        A worker that could not reach the database puts back no one's runs for a lease after it
+        is back: the other workers could not send their heartbeats either, and get that long to
+        send one before their runs count as stalled (else a PostgreSQL restart would have every
+        worker take the others' runs, and run again the steps whose checkpoint was waiting)."""
         beat = self.queue.lease_seconds / 3.0
         while True:
             await asyncio.sleep(beat)
+            loop = asyncio.get_running_loop()
             try:
+                sent = loop.time()
                 async for attempt in retrying(timeout=None, wait_initial=0.25, wait_max=beat):
                     with attempt:
-                        ids = list(self._runs)
-                        held = await asyncio.get_running_loop().run_in_executor(self._beats, self.queue.renew, self.name, ids)
+                        claiming, ids = self._claiming, list(self._runs)
+                        got = await loop.run_in_executor(self._beats, self.queue.heartbeat, self.worker_id, ids)
+                if loop.time() - sent > beat:  # it failed, or hung: the database was out of reach meanwhile
+                    self._back_at = loop.time()
+                self.worker_id = got.worker_id
+                taken: list[str] = []
+                if loop.time() - self._back_at >= self.queue.lease_seconds:
+                    taken = await loop.run_in_executor(self._beats, self.queue.reap, self.worker_id)
+                for task_id in got.orphans - set(self._runs) if not (claiming or self._claiming) else ():
+                    log.warning("run %s is this worker's in the queue but not running here; handing it back", task_id)
+                    await loop.run_in_executor(self._beats, self.queue.hand_back, self.worker_id, task_id)
             except Exception:
-                log.exception("renewing the run leases failed")
+                log.exception("the worker's heartbeat failed")
                 continue
+            if taken:
+                log.warning("runs of a stalled worker put back to be taken over: %s", ", ".join(taken))
+                self._wake.set()
             for task_id in ids:
                 running = self._runs.get(task_id)
-                if task_id not in held and running is not None and not running.lost:
+                if running is None or running.lost:
+                    continue
+                if task_id not in got.held:
                     log.warning("run %s was taken over by another worker; stopping it here", task_id)
                     running.lost = True
                     self.stats.lost += 1
                     self._stop_run(running)
+                elif task_id in got.abort and not running.cancel_requested:
+                    log.info("run %s was asked to abort in the queue; cancelling it", task_id)
+                    self._cancel(task_id)
 
     # -- one run -------------------------------------------------------------------------------
 
@@ -217,15 +269,15 @@ class Worker:
         metrics.RUNS_RUNNING.inc()
         try:
             end, reason = await self._run(running, writer)
-            await self._settle(running, end, reason)  # still listed: the heartbeat keeps its lease meanwhile
+            await self._settle(running, end, reason)  # still listed: the heartbeat keeps it this worker's meanwhile
         finally:
             self._runs.pop(claim.task_id, None)
             metrics.RUNS_RUNNING.dec()
             self._wake.set()
 
     async def _run(self, running: _Running, writer: StreamWriter) -> tuple[str, str]:
-        """Run the claim to its end: (done | cancelled | failed | handback | lost, the reason a failed
-        run failed). While PostgreSQL or Redis is down the run is tried again here, resumed from
+        """Run the claim to its end: (done | cancelled | failed | retry | handback | lost, the reason a
+        failed run failed). While PostgreSQL or Redis is down the run is tried again here, resumed from
         its checkpoint, with backoff (``OUTAGE_SECONDS`` at most); a run that is broken (its request
         malformed, or failing ``MAX_ATTEMPTS`` times) is failed with its reason."""
         claim = running.claim
@@ -256,8 +308,8 @@ class Worker:
                 log.warning("run %s: %s still failing after %s s; handing it back", claim.task_id, exc, OUTAGE_SECONDS)
                 return "handback", ""
             log.exception("run %s failed in the worker", claim.task_id)
-            if claim.attempts < MAX_ATTEMPTS:
-                return "handback", ""
+            if claim.attempts < MAX_ATTEMPTS:  # tried again after the queue's backoff (RETRY)
+                return "retry", f"{type(exc).__name__}: {exc}"
             reason = f"the run failed in the worker {claim.attempts} times; the last time: {type(exc).__name__}: {exc}"
             await self._announce_failure(writer, claim, reason)
             return "failed", reason
@@ -286,25 +338,30 @@ class Worker:
             log.warning("run %s: writing its failure to Redis failed: %s", claim.task_id, exc)
 
     async def _settle(self, running: _Running, end: str, reason: str) -> None:
-        """Record the run's end in the queue, waiting out an outage (for about a lease: after that
-        another worker takes the run, finds its end, and settles it)."""
+        """Record the run's end in the queue, waiting out an outage however long it lasts (the run
+        stays this worker's meanwhile; if this worker stops, another takes the run over, finds
+        its end, and settles it)."""
         task_id = running.claim.task_id
         if end == "lost":
             return
         try:
-            async for attempt in retrying(timeout=self.queue.lease_seconds, wait_initial=0.25, wait_max=5.0):
+            async for attempt in retrying(timeout=None, wait_initial=0.25, wait_max=5.0):
                 with attempt:
                     if end == "handback":
-                        await asyncio.to_thread(self.queue.hand_back, self.name, task_id)
+                        await asyncio.to_thread(self.queue.hand_back, self.worker_id, task_id)
+                    elif end == "retry":
+                        await asyncio.to_thread(self.queue.retry, self.worker_id, task_id, reason)
                     elif end == "failed":
-                        await asyncio.to_thread(self.queue.fail, self.name, task_id, reason)
+                        await asyncio.to_thread(self.queue.fail, self.worker_id, task_id, reason)
                     else:
-                        await asyncio.to_thread(self.queue.finish, self.name, task_id, end)
-        except Exception:  # the lease runs out and another worker settles it
+                        await asyncio.to_thread(self.queue.finish, self.worker_id, task_id, end)
+        except Exception:  # a bug: the next heartbeat finds the run an orphan and hands it back
             log.exception("settling run %s in the queue failed", task_id)
             return
         if end == "handback":
             self.stats.handed_back += 1
+        elif end == "retry":
+            self.stats.retried += 1
         else:
             self.stats.finished += 1
             self.stats.ids.append(task_id)

@@ -316,7 +316,8 @@ class ClusterSettings(Section):
     """Distributed mode (``database.url`` and ``redis.url`` both set): API nodes, a run queue, workers."""
 
     lease: float = Field(default=20.0, gt=0)
-    """Seconds a worker holds a run without renewing it; after that another worker resumes it."""
+    """Seconds a worker's heartbeat (sent every third of it) may be old before its runs count as
+    stalled (procrastinate's stalled jobs) and another worker resumes them."""
     redis_prefix: str = "saber:"
     """Prefix of every Redis key and channel (several deployments may share one Redis)."""
     events_maxlen: int = Field(default=10000, ge=100)

@@ -36,7 +36,7 @@ def test_a_malformed_queued_run_is_failed_once_with_its_reason(cluster: Cluster)
         queue = RunQueue(db, lease_seconds=3, max_running_per_user=4)
         queue.enqueue(task_id="bad", user_id="ann", kind="chat", request=RunRequest(message="hi"))
         with db.transaction() as tx:  # its stored request as an older version, or a hand, wrote it
-            tx.execute("UPDATE saber_run_queue SET request = ? WHERE task_id = 'bad'",
+            tx.execute("UPDATE saber_runs SET request = ? WHERE task_id = 'bad'",
                        (json.dumps({"message": "hi", "history": [{"speaker": "ann", "text": "hello"}]}),))
         queue.enqueue(task_id="good", user_id="ann", kind="chat", request=RunRequest(message="hi", mode="chat"))
         assert httpx.get(api + "/api/tasks/bad", params={"user_id": "ann"}).json()["status"] == "queued"
