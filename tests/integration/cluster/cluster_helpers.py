@@ -20,6 +20,8 @@ from saber.testing import FakeOpenAIServer
 
 HERE = Path(__file__).parent
 REDIS_URL = os.environ.get("SABER_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+ADMIN_URL = os.environ.get("SABER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+"""The machine's PostgreSQL, where the cluster tests create (and drop) their databases."""
 
 
 def free_port() -> int:

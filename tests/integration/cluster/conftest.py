@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from cluster_helpers import REDIS_URL
-
-ADMIN_URL = os.environ.get("SABER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+from cluster_helpers import ADMIN_URL, REDIS_URL
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from cluster_helpers import ADMIN_URL
 
 from saber.cluster.queue import MAX_ATTEMPTS, DuplicateTask, QueueFull, RunQueue, queue_name
 from saber.db.database import open_database
@@ -22,8 +23,6 @@ pytestmark = pytest.mark.postgres
 def queue_url() -> Iterator[str]:
     """One database for this module's tests, migrated once; each test starts with an empty queue."""
     import uuid
-
-    from conftest import ADMIN_URL
 
     name = f"saber_queue_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
@@ -334,7 +333,7 @@ def test_a_failed_run_is_retried_with_backoff_then_failed_with_its_reason(queue:
     assert queue.retry(w, "t1", "boom " + "x" * 3000) == "failed"
     assert queue.records(["t1"]) == {"t1": ("failed", ("boom " + "x" * 3000)[:2000])}, "the reason, cut to 2000 characters"
     assert job(queue_url, "t1")[0] == "failed"
-    assert queue.get("t1")["request"] == {"message": "my [redacted]"}, "no secret kept once it ended"  # type: ignore[index]
+    assert RunRequest.read(queue.get("t1")["request"]) == RunRequest(message="my [redacted]"), "no secret kept once it ended"  # type: ignore[index]
     assert queue.retry(w, "t1", "boom") is None and queue.claim(w, "w1") is None
 
 
