@@ -142,7 +142,7 @@ def test_a_streamed_plan_is_drawn_node_by_node_while_the_planner_writes_it(live:
 def test_stop_cancels_a_long_task_and_marks_it_cancelled(live: Any, page: Any, script: ModelScript) -> None:
     script.plan = json.dumps([{"id": "n1", "type": "tool", "tool": "wait_long", "params": {"seconds": 60}, "depends_on": []}])
     script.answer = "never written"
-    server = live(tools=TOOLS, graph_step_timeout=120.0)
+    server = live(tools=TOOLS, graph={"step_timeout": 120.0})
     page.goto(server.url)
     page.get_by_test_id("mode").select_option("react")
     send(page, "wait for a minute please")

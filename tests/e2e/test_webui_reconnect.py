@@ -121,7 +121,7 @@ def test_a_stream_closed_cleanly_before_done_is_not_shown_as_finished(live: Any,
 
 def test_leaving_the_page_cancels_the_task_it_was_following(live: Any, page: Any, script: ModelScript) -> None:
     script.plan = json.dumps([{"id": "n1", "type": "tool", "tool": "wait_long", "params": {"seconds": 60}, "depends_on": []}])
-    server = live(tools=[wait_long], graph_step_timeout=120.0)
+    server = live(tools=[wait_long], graph={"step_timeout": 120.0})
     page.goto(server.url)
     page.get_by_test_id("mode").select_option("react")
     send(page, "wait for a minute please")
