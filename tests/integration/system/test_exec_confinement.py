@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -311,7 +312,7 @@ async def test_output_that_is_not_utf8_comes_back_with_replacement_characters(ho
 
 async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path) -> None:
     tool = exec_for(home)
-    marker = "2718.2818"
+    marker = f"{os.getpid()}.{uuid.uuid4().int % 10**9}"  # this run's own: ps lists every process of the host
     run = asyncio.create_task(tool.run({"command": ["sh", "-c", f"sleep {marker} & touch started; wait"]}))
     while "started" not in await asyncio.to_thread(
         os.listdir, home / "workspace"
