@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +119,7 @@ async def test_sleeping_past_the_timeout_is_stopped(home: Path) -> None:
 
 async def test_a_background_child_does_not_outlive_the_command(home: Path) -> None:
     tool = exec_for(home)
-    marker = "3141.5926"
+    marker = f"{os.getpid()}.{uuid.uuid4().int % 10**9}"  # this run's own: ps lists every process of the host
     out = await tool.run({"command": ["sh", "-c", f"sleep {marker} & echo started"]})
     assert out["stdout"] == "started\n"
     assert f"sleep {marker}" not in running_commands()
