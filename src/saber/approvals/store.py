@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from saber.approvals import queries_sql as q
 from saber.db import Database
 from saber.jsonsafe import to_jsonable
 from saber.redact import redact_value
@@ -37,9 +38,6 @@ class Question:
                 "decision_reason": self.decision_reason, "created_at": self.created_at}
 
 
-_COLUMNS = "task_id, node_id, user_id, tool, params, reason, status, decided_by, decision_reason, created_at"
-
-
 def _row(row: Any) -> Question:
     return Question(task_id=row[0], node_id=row[1], user_id=row[2], tool=row[3], params=json.loads(row[4]),
                     reason=row[5], status=row[6], decided_by=row[7], decision_reason=row[8], created_at=row[9])
@@ -53,8 +51,7 @@ class ApprovalStore:
 
     def get(self, task_id: str, node_id: str) -> Question | None:
         with self.db.transaction() as tx:
-            row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
-                             (task_id, node_id)).fetchone()
+            row = tx.run(q.GET, {"task_id": task_id, "node_id": node_id}).fetchone()
         return _row(row) if row else None
 
     def ask(self, *, task_id: str, node_id: str, user_id: str, tool: str, params: dict[str, Any], reason: str) -> Question:
@@ -62,47 +59,37 @@ class ApprovalStore:
         params are kept and shown with their secrets redacted (the step itself runs with its own)."""
         params = redact_value(to_jsonable(params))
         with self.db.transaction(write=True, durable=True) as tx:
-            row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
-                             (task_id, node_id)).fetchone()
+            row = tx.run(q.GET, {"task_id": task_id, "node_id": node_id}).fetchone()
             if row:
                 return _row(row)
             now = time.time()
-            tx.execute(f"INSERT INTO saber_approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 'pending', '', '', ?)",
-                       (task_id, node_id, user_id, tool, json.dumps(params, ensure_ascii=False), reason, now))
+            tx.run(q.ASK, {"task_id": task_id, "node_id": node_id, "user_id": user_id, "tool": tool,
+                           "params": json.dumps(params, ensure_ascii=False), "reason": reason, "created_at": now})
         return Question(task_id=task_id, node_id=node_id, user_id=user_id, tool=tool, params=params, reason=reason,
                         status="pending", created_at=now)
 
     def decide(self, task_id: str, node_id: str, *, approve: bool, by: str, reason: str = "") -> Question | None:
         """Answer a pending question; None when there is none (unknown, or answered already)."""
+        this = {"task_id": task_id, "node_id": node_id}
         with self.db.transaction(write=True, durable=True) as tx:
-            changed = tx.execute(
-                "UPDATE saber_approvals SET status = ?, decided_by = ?, decision_reason = ?, decided_at = ? "
-                "WHERE task_id = ? AND node_id = ? AND status = 'pending'",
-                ("approved" if approve else "denied", by, reason, time.time(), task_id, node_id)).rowcount
+            changed = tx.run(q.DECIDE, {**this, "status": "approved" if approve else "denied", "decided_by": by,
+                                        "decision_reason": reason, "decided_at": time.time()}).rowcount
             if not changed:
                 return None
-            row = tx.execute(f"SELECT {_COLUMNS} FROM saber_approvals WHERE task_id = ? AND node_id = ?",
-                             (task_id, node_id)).fetchone()
+            row = tx.run(q.GET, this).fetchone()
         return _row(row)
 
     def approve_tool_for_task(self, task_id: str, tool: str, *, user_id: str, by: str) -> None:
+        this = {"task_id": task_id, "node_id": TASK_WIDE + tool}
         with self.db.transaction(write=True, durable=True) as tx:
-            tx.execute("DELETE FROM saber_approvals WHERE task_id = ? AND node_id = ?", (task_id, TASK_WIDE + tool))
-            tx.execute(f"INSERT INTO saber_approvals ({_COLUMNS}) VALUES (?, ?, ?, ?, '{{}}', 'approved for the task', "
-                       "'approved', ?, '', ?)", (task_id, TASK_WIDE + tool, user_id, tool, by, time.time()))
+            tx.run(q.FORGET, this)
+            tx.run(q.APPROVE_FOR_TASK, {**this, "user_id": user_id, "tool": tool, "decided_by": by,
+                                        "created_at": time.time()})
 
     def approved_for_task(self, task_id: str, tool: str) -> bool:
         return self.get(task_id, TASK_WIDE + tool) is not None
 
     def pending(self, *, task_id: str | None = None, user_id: str | None = None) -> list[Question]:
-        sql = f"SELECT {_COLUMNS} FROM saber_approvals WHERE status = 'pending'"
-        args: list[Any] = []
-        if task_id is not None:
-            sql += " AND task_id = ?"
-            args.append(task_id)
-        if user_id is not None:
-            sql += " AND user_id = ?"
-            args.append(user_id)
         with self.db.transaction() as tx:
-            rows = tx.execute(sql + " ORDER BY created_at", args).fetchall()
+            rows = tx.run(q.PENDING, {"task_id": task_id, "user_id": user_id}).fetchall()
         return [_row(r) for r in rows]

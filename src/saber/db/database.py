@@ -27,7 +27,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -38,6 +38,7 @@ from saber.db.errors import DatabaseError as DatabaseError
 from saber.db.oneshot import in_one_shot
 from saber.db.revision import VERSION_TABLE as VERSION_TABLE
 from saber.db.revision import newest_revision as newest_revision
+from saber.db.statements import Statement
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -121,6 +122,24 @@ class Tx:
             query = self._cache[statement] = statement.replace("?", "%s")
         return query
 
+    def run(self, statement: Statement, params: Mapping[str, Any] | None = None) -> Rows:
+        """A compiled Core statement (see ``saber.db.statements``) with its named parameters."""
+        sql = statement.sqlite if self.dialect == "sqlite" else statement.postgresql
+        if sql is None:
+            sql = statement.sql(self.dialect)  # raises, naming the statement
+        return self.conn.execute(sql, _named_without_nul(params) if params else {})  # type: ignore[no-any-return]
+
+    def run_many(self, statement: Statement, rows: Sequence[Mapping[str, Any]]) -> None:
+        """A compiled Core statement once per row of named parameters (one driver call)."""
+        if not rows:
+            return
+        sql = statement.sql(self.dialect)
+        if self.dialect == "sqlite":
+            self.conn.executemany(sql, [_named_without_nul(r) for r in rows])
+        else:
+            with self.conn.cursor() as cur:
+                cur.executemany(sql, [_named_without_nul(r) for r in rows])
+
     def execute(self, statement: str, params: Sequence[Any] = ()) -> Rows:
         if self.dialect == "sqlite":
             return self.conn.execute(statement, _without_nul(params))  # type: ignore[no-any-return]
@@ -139,6 +158,13 @@ class Tx:
     def driver_connection(self) -> Any:
         """The sqlite3 or psycopg connection under this transaction (for COPY and the like)."""
         return self.conn
+
+
+def _named_without_nul(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``_without_nul`` for named parameters."""
+    if any(isinstance(v, str) and "\x00" in v for v in params.values()):
+        return {k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in params.items()}
+    return params
 
 
 def _without_nul(params: Sequence[Any]) -> tuple[Any, ...]:

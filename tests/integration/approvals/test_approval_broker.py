@@ -20,9 +20,15 @@ from saber.graph.approval import Decision
 from saber.tools import Tool
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each database a deployment may use (a cluster's is PostgreSQL)."""
+    return str(tmp_path / "saber.db") if request.param == "sqlite" else str(request.getfixturevalue("pgvector_url"))
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[ApprovalStore]:
-    db = open_database(tmp_path / "saber.db")
+def store(target: str) -> Iterator[ApprovalStore]:
+    db = open_database(target)
     yield ApprovalStore(db)
     db.close()
 
@@ -129,9 +135,9 @@ async def test_an_answer_in_this_process_wakes_the_step_with_who_gave_it(store: 
     assert await broker.decide("t1", "n1", approve=False, by="x") is None
 
 
-async def test_an_answer_from_another_process_is_seen_by_polling(store: ApprovalStore, tmp_path: Path) -> None:
+async def test_an_answer_from_another_process_is_seen_by_polling(store: ApprovalStore, target: str) -> None:
     broker = ApprovalBroker(store, timeout=60, poll=0.05)
-    other_db = open_database(tmp_path / "saber.db")
+    other_db = open_database(target)
     try:
         other = ApprovalBroker(ApprovalStore(other_db))
         waiting = await Step().waiting(broker)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from saber.agent.memory import queries_sql as q
 from saber.agent.memory.store import (
     HISTORY_ROLES,
     HistoryEntry,
@@ -26,9 +27,6 @@ from saber.db import Database, DatabaseError, Tx, open_database
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-_MEMORY_COLUMNS = "id, user_id, text, norm, importance, created_at, last_used_at, uses, source, embedder, vector"
-
 
 class SQLMemoryStore:
     """History, preferences and memories in the ``mem_*`` tables of a SQLite file or PostgreSQL."""
@@ -51,40 +49,28 @@ class SQLMemoryStore:
         if keep < 1:
             raise ValueError("keep: must be at least 1")
         with self._db.transaction(write=True) as tx:
-            tx.execute(
-                "INSERT INTO mem_history (user_id, role, content, created_at) VALUES (?, ?, ?, ?)",
-                (user_id, role, content, now),
-            )
-            tx.execute(
-                "DELETE FROM mem_history WHERE user_id = ? AND id <= "
-                "(SELECT id FROM mem_history WHERE user_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (user_id, user_id, keep),
-            )
+            tx.run(q.APPEND_HISTORY, {"user_id": user_id, "role": role, "content": content, "created_at": now})
+            tx.run(q.TRIM_HISTORY, {"user_id": user_id, "keep": keep})
 
     def recent_history(self, user_id: str, n: int) -> list[HistoryEntry]:
         check_user_id(user_id)
         if n <= 0:
             return []
         with self._db.transaction() as tx:
-            rows = tx.execute(
-                "SELECT role, content, created_at FROM mem_history WHERE user_id = ? ORDER BY id DESC LIMIT ?",
-                (user_id, n),
-            ).fetchall()
+            rows = tx.run(q.RECENT_HISTORY, {"user_id": user_id, "n": n}).fetchall()
         return [HistoryEntry(role=r[0], content=r[1], created_at=float(r[2])) for r in reversed(rows)]
 
     def clear_history(self, user_id: str) -> None:
         check_user_id(user_id)
         with self._db.transaction(write=True) as tx:
-            tx.execute("DELETE FROM mem_history WHERE user_id = ?", (user_id,))
+            tx.run(q.CLEAR_HISTORY, {"user_id": user_id})
 
     # --- preferences -------------------------------------------------------------------------
 
     def get_preferences(self, user_id: str) -> dict[str, str]:
         check_user_id(user_id)
         with self._db.transaction() as tx:
-            rows = tx.execute(
-                "SELECT key, value FROM mem_preferences WHERE user_id = ? ORDER BY key", (user_id,)
-            ).fetchall()
+            rows = tx.run(q.PREFERENCES, {"user_id": user_id}).fetchall()
         return {r[0]: r[1] for r in rows}
 
     def set_preferences(self, user_id: str, updates: Mapping[str, str], *, now: float) -> None:
@@ -92,18 +78,13 @@ class SQLMemoryStore:
         if not updates:
             return
         with self._db.transaction(write=True) as tx:
-            tx.executemany(
-                "INSERT INTO mem_preferences (user_id, key, value, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                [(user_id, key, value, now) for key, value in updates.items()],
-            )
+            tx.run_many(q.SET_PREFERENCE, [{"user_id": user_id, "key": key, "value": value, "updated_at": now}
+                                           for key, value in updates.items()])
 
     def delete_preference(self, user_id: str, key: str) -> bool:
         check_user_id(user_id)
         with self._db.transaction(write=True) as tx:
-            row = tx.execute(
-                "DELETE FROM mem_preferences WHERE user_id = ? AND key = ? RETURNING key", (user_id, key)
-            ).fetchone()
+            row = tx.run(q.DELETE_PREFERENCE, {"user_id": user_id, "key": key}).fetchone()
         return row is not None
 
     # --- long-term memories ------------------------------------------------------------------
@@ -113,21 +94,16 @@ class SQLMemoryStore:
         for attempt in range(2):
             try:
                 with self._db.transaction(write=True) as tx:
-                    row = tx.execute(
-                        "SELECT id FROM mem_memories WHERE user_id = ? AND norm = ?", (user_id, memory.norm)
-                    ).fetchone()
+                    row = tx.run(q.FIND_MEMORY, {"user_id": user_id, "norm": memory.norm}).fetchone()
                     if row is not None:
                         merged = self._merge(tx, user_id, int(row[0]), memory)
                         assert merged is not None  # found in this same transaction
                         return merged, True
-                    inserted = tx.execute(
-                        f"INSERT INTO mem_memories (user_id, text, norm, importance, created_at, last_used_at, uses, "
-                        f"source, embedder, vector) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING {_MEMORY_COLUMNS}",
-                        (
-                            user_id, memory.text, memory.norm, _clamp(memory.importance), memory.now, memory.now,
-                            memory.source, memory.embedder, vector_to_bytes(memory.vector),
-                        ),
-                    ).fetchone()
+                    inserted = tx.run(q.INSERT_MEMORY, {
+                        "user_id": user_id, "text": memory.text, "norm": memory.norm,
+                        "importance": _clamp(memory.importance), "now": memory.now, "source": memory.source,
+                        "embedder": memory.embedder, "vector": vector_to_bytes(memory.vector),
+                    }).fetchone()
                     return _record(inserted), False
             except Exception as exc:
                 # Another process inserted the same text between our SELECT and INSERT: merge instead.
@@ -142,32 +118,22 @@ class SQLMemoryStore:
             return self._merge(tx, user_id, memory_id, memory)
 
     def _merge(self, tx: Tx, user_id: str, memory_id: int, memory: NewMemory) -> MemoryRecord | None:
-        row = tx.execute(
-            "SELECT importance FROM mem_memories WHERE user_id = ? AND id = ?", (user_id, memory_id)
-        ).fetchone()
+        this = {"user_id": user_id, "id": memory_id}
+        row = tx.run(q.MEMORY_IMPORTANCE, this).fetchone()
         if row is None:
             return None
+        used = {**this, "importance": merged_importance(float(row[0]), _clamp(memory.importance)), "now": memory.now}
         # The new wording wins, unless it would collide with another memory of the same norm.
-        clash = tx.execute(
-            "SELECT id FROM mem_memories WHERE user_id = ? AND norm = ? AND id <> ?", (user_id, memory.norm, memory_id)
-        ).fetchone()
-        text_sql = "" if clash is not None else "text = ?, norm = ?, vector = ?, embedder = ?, "
-        text_params: tuple[Any, ...] = (
-            () if clash is not None else (memory.text, memory.norm, vector_to_bytes(memory.vector), memory.embedder)
-        )
-        updated = tx.execute(
-            f"UPDATE mem_memories SET {text_sql}importance = ?, last_used_at = ?, uses = uses + 1 "
-            f"WHERE user_id = ? AND id = ? RETURNING {_MEMORY_COLUMNS}",
-            (*text_params, merged_importance(float(row[0]), _clamp(memory.importance)), memory.now, user_id, memory_id),
-        ).fetchone()
-        return _record(updated)
+        if tx.run(q.OTHER_WITH_NORM, {**this, "norm": memory.norm}).fetchone() is not None:
+            return _record(tx.run(q.MERGE_MEMORY_KEEP_TEXT, used).fetchone())
+        return _record(tx.run(q.MERGE_MEMORY, {
+            **used, "text": memory.text, "norm": memory.norm, "vector": vector_to_bytes(memory.vector),
+            "embedder": memory.embedder}).fetchone())
 
     def list_memories(self, user_id: str) -> list[MemoryRecord]:
         check_user_id(user_id)
         with self._db.transaction() as tx:
-            rows = tx.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM mem_memories WHERE user_id = ? ORDER BY id", (user_id,)
-            ).fetchall()
+            rows = tx.run(q.LIST_MEMORIES, {"user_id": user_id}).fetchall()
         return [_record(r) for r in rows]
 
     def touch_memories(self, user_id: str, ids: Sequence[int], *, now: float) -> None:
@@ -175,32 +141,25 @@ class SQLMemoryStore:
         if not ids:
             return
         with self._db.transaction(write=True) as tx:
-            tx.executemany(
-                "UPDATE mem_memories SET last_used_at = ?, uses = uses + 1 WHERE user_id = ? AND id = ?",
-                [(now, user_id, int(memory_id)) for memory_id in ids],
-            )
+            tx.run_many(q.TOUCH_MEMORY, [{"now": now, "user_id": user_id, "id": int(memory_id)} for memory_id in ids])
 
     def update_vectors(self, user_id: str, vectors: Mapping[int, npt.NDArray[np.float32]], embedder: str) -> None:
         check_user_id(user_id)
         with self._db.transaction(write=True) as tx:
-            tx.executemany(
-                "UPDATE mem_memories SET vector = ?, embedder = ? WHERE user_id = ? AND id = ?",
-                [(vector_to_bytes(vector), embedder, user_id, int(memory_id)) for memory_id, vector in vectors.items()],
-            )
+            tx.run_many(q.SET_VECTOR, [{"vector": vector_to_bytes(vector), "embedder": embedder, "user_id": user_id,
+                                        "id": int(memory_id)} for memory_id, vector in vectors.items()])
 
     def delete_memory(self, user_id: str, memory_id: int) -> bool:
         check_user_id(user_id)
         with self._db.transaction(write=True) as tx:
-            row = tx.execute(
-                "DELETE FROM mem_memories WHERE user_id = ? AND id = ? RETURNING id", (user_id, int(memory_id))
-            ).fetchone()
+            row = tx.run(q.DELETE_MEMORY, {"user_id": user_id, "id": int(memory_id)}).fetchone()
         return row is not None
 
     def forget_user(self, user_id: str) -> None:
         check_user_id(user_id)
         with self._db.transaction(write=True) as tx:
-            for table in ("mem_history", "mem_preferences", "mem_memories"):
-                tx.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+            for statement in (q.CLEAR_HISTORY, q.FORGET_PREFERENCES, q.FORGET_MEMORIES):
+                tx.run(statement, {"user_id": user_id})
 
     def __enter__(self) -> SQLMemoryStore:
         return self

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from saber.db import Database, Tx, open_database
-from saber.graph.checkpoint.base import CheckpointStore
+from saber.graph.checkpoint.base import CheckpointStore, node_spec, node_state
+from saber.graph.node import Node
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -52,3 +53,16 @@ class PooledCheckpointStore(CheckpointStore):
         db, self._db = self._db, None
         if db is not None:
             await asyncio.to_thread(db.close)
+
+
+_STATE = ("status", "result", "error", "attempts", "duration_ms")
+
+
+def state_row(task_id: str, node: Node) -> dict[str, Any]:
+    """A node's state as the parameters of ``SAVE_NODE``."""
+    return {"task_id": task_id, "node_id": node.id, **dict(zip(_STATE, node_state(node), strict=True))}
+
+
+def node_row(task_id: str, position: int, node: Node) -> dict[str, Any]:
+    """A node, whole, as the parameters of ``INSERT_NODE``."""
+    return {**state_row(task_id, node), "position": position, "spec": node_spec(node)}

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from saber.db import Tx
-from saber.graph.checkpoint._pooled import PooledCheckpointStore
+from saber.graph.checkpoint import queries_sql as q
+from saber.graph.checkpoint._pooled import PooledCheckpointStore, node_row, state_row
 from saber.graph.checkpoint.base import (
     DEFAULT_LEASE_SECONDS,
     Checkpoint,
@@ -17,15 +18,8 @@ from saber.graph.checkpoint.base import (
     claimable,
     meta_json,
     node_from_row,
-    node_spec,
-    node_state,
 )
 from saber.graph.node import Node
-
-_LEASE = (
-    "SELECT status, owner, extract(epoch FROM lease_until)::float8, "
-    "coalesce(lease_until > now(), false) FROM checkpoint_tasks WHERE task_id=%s FOR UPDATE"
-)
 
 
 class PostgresCheckpointStore(PooledCheckpointStore):
@@ -46,24 +40,13 @@ class PostgresCheckpointStore(PooledCheckpointStore):
     def _save_graph(self, cur: Tx, task_id: str, nodes: list[Node], config: dict[str, Any], status: TaskStatus,
                     replans: int, meta: dict[str, Any], owner: str | None) -> None:
         if owner is not None:  # never take a task over from a live owner by rewriting it
-            row = cur.execute(_LEASE, (task_id,)).fetchone()
+            row = cur.run(q.LEASE, {"task_id": task_id}).fetchone()
             if row is not None and not claimable(row[0], row[1], row[3], owner):
                 raise TaskClaimedError.running_elsewhere(task_id, row[1], row[2])
-        cur.execute(
-            "INSERT INTO checkpoint_tasks (task_id, status, config, replans, meta, owner, lease_until) "
-            "VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s::text IS NULL THEN NULL "
-            "ELSE now() + make_interval(secs => %s) END) "
-            "ON CONFLICT (task_id) DO UPDATE SET status=excluded.status, config=excluded.config, "
-            "replans=excluded.replans, meta=excluded.meta, updated_at=now(), owner=excluded.owner, "
-            "lease_until=excluded.lease_until",
-            (task_id, status, json.dumps(config), replans, meta_json(meta),
-             owner, owner, self.lease_seconds),
-        )
-        cur.execute("DELETE FROM checkpoint_nodes WHERE task_id=%s", (task_id,))
-        cur.executemany(
-            "INSERT INTO checkpoint_nodes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            [(task_id, n.id, i, node_spec(n), *node_state(n)) for i, n in enumerate(nodes)],
-        )
+        cur.run(q.SAVE_TASK, {"task_id": task_id, "status": status, "config": json.dumps(config), "replans": replans,
+                              "meta": meta_json(meta), "owner": owner, "lease_seconds": self.lease_seconds})
+        cur.run(q.DELETE_NODES, {"task_id": task_id})
+        cur.run_many(q.INSERT_NODE, [node_row(task_id, i, n) for i, n in enumerate(nodes)])
 
     async def save_nodes(
         self, task_id: str, nodes: Sequence[Node], *, replans: int | None = None, owner: str | None = None,
@@ -73,16 +56,12 @@ class PostgresCheckpointStore(PooledCheckpointStore):
     @staticmethod
     def _save_nodes(cur: Tx, task_id: str, nodes: list[Node], replans: int | None, owner: str | None) -> None:
         if owner is not None:  # FOR SHARE: a concurrent claim waits for this save; the heartbeat renews
-            row = cur.execute("SELECT owner FROM checkpoint_tasks WHERE task_id=%s FOR SHARE", (task_id,)).fetchone()
+            row = cur.run(q.OWNER, {"task_id": task_id}).fetchone()
             if row is None or row[0] != owner:
                 raise TaskClaimedError.lost(task_id, owner)
-        cur.executemany(
-            "UPDATE checkpoint_nodes SET status=%s, result=%s, error=%s, attempts=%s, duration_ms=%s "
-            "WHERE task_id=%s AND node_id=%s",
-            [(*node_state(n), task_id, n.id) for n in nodes],
-        )
+        cur.run_many(q.SAVE_NODE, [state_row(task_id, n) for n in nodes])
         if replans is not None:
-            cur.execute("UPDATE checkpoint_tasks SET replans=%s WHERE task_id=%s", (replans, task_id))
+            cur.run(q.SET_REPLANS, {"replans": replans, "task_id": task_id})
 
     async def set_status(self, task_id: str, status: TaskStatus, *, owner: str | None = None) -> None:
         await self._write(self._set_status, task_id, status, owner)
@@ -90,26 +69,19 @@ class PostgresCheckpointStore(PooledCheckpointStore):
     def _set_status(self, cur: Tx, task_id: str, status: TaskStatus, owner: str | None) -> None:
         if owner is not None:
             self._renew(cur, task_id, owner)
-        cur.execute(
-            "UPDATE checkpoint_tasks SET status=%s, updated_at=now(), "
-            "lease_until=CASE WHEN %s = 'running' THEN lease_until END WHERE task_id=%s",
-            (status, status, task_id),
-        )
+        cur.run(q.SET_STATUS, {"status": status, "task_id": task_id})
 
     async def claim(self, task_id: str, owner: str) -> None:
         await self._write(self._claim, task_id, owner)
 
     def _claim(self, cur: Tx, task_id: str, owner: str) -> None:
-        row = cur.execute(_LEASE, (task_id,)).fetchone()  # FOR UPDATE: no other claim in between
+        row = cur.run(q.LEASE, {"task_id": task_id}).fetchone()  # FOR UPDATE: no other claim in between
         if row is None:
             raise LookupError(f"no checkpoint for task {task_id!r}")
         status, current, until, live = row
         if not claimable(status, current, live, owner):
             raise TaskClaimedError.running_elsewhere(task_id, current, until)
-        cur.execute(
-            "UPDATE checkpoint_tasks SET owner=%s, lease_until=now() + make_interval(secs => %s) "
-            "WHERE task_id=%s", (owner, self.lease_seconds, task_id),
-        )
+        cur.run(q.CLAIM, {"owner": owner, "lease_seconds": self.lease_seconds, "task_id": task_id})
 
     async def renew(self, task_id: str, owner: str) -> bool:
         try:
@@ -119,10 +91,7 @@ class PostgresCheckpointStore(PooledCheckpointStore):
         return True
 
     def _renew(self, cur: Tx, task_id: str, owner: str) -> None:
-        result = cur.execute(
-            "UPDATE checkpoint_tasks SET lease_until=now() + make_interval(secs => %s) WHERE task_id=%s AND owner=%s",
-            (self.lease_seconds, task_id, owner),
-        )
+        result = cur.run(q.RENEW, {"lease_seconds": self.lease_seconds, "task_id": task_id, "owner": owner})
         if result.rowcount == 0:
             raise TaskClaimedError.lost(task_id, owner)
 
@@ -137,28 +106,17 @@ class PostgresCheckpointStore(PooledCheckpointStore):
 
 
 def _load(cur: Tx, task_id: str) -> Checkpoint | None:
-    row = cur.execute(
-        "SELECT status, config, replans, meta, owner, extract(epoch FROM lease_until)::float8 "
-        "FROM checkpoint_tasks WHERE task_id=%s", (task_id,),
-    ).fetchone()
+    row = cur.run(q.LOAD_TASK, {"task_id": task_id}).fetchone()
     if row is None:
         return None
-    rows = cur.execute(
-        "SELECT node_id, spec, status, result, error, attempts, duration_ms FROM checkpoint_nodes "
-        "WHERE task_id=%s ORDER BY position", (task_id,),
-    ).fetchall()
+    rows = cur.run(q.LOAD_NODES, {"task_id": task_id}).fetchall()
     return Checkpoint(task_id=task_id, status=row[0], config=dict(row[1]), replans=row[2], meta=dict(row[3]),
                       owner=row[4], lease_until=row[5], nodes=[node_from_row(*r) for r in rows])
 
 
 def _list_tasks(cur: Tx, status: TaskStatus | None) -> list[str]:
-    if status is None:
-        rows = cur.execute("SELECT task_id FROM checkpoint_tasks ORDER BY created_at").fetchall()
-    else:
-        rows = cur.execute("SELECT task_id FROM checkpoint_tasks WHERE status=%s ORDER BY created_at",
-                           (status,)).fetchall()
-    return [r[0] for r in rows]
+    return [r[0] for r in cur.run(q.LIST_TASKS, {"status": status}).fetchall()]
 
 
 def _delete(cur: Tx, task_id: str) -> None:
-    cur.execute("DELETE FROM checkpoint_tasks WHERE task_id=%s", (task_id,))
+    cur.run(q.DELETE_TASK, {"task_id": task_id})

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from saber.db import Tx
-from saber.graph.checkpoint._pooled import PooledCheckpointStore
+from saber.graph.checkpoint import queries_sql as q
+from saber.graph.checkpoint._pooled import PooledCheckpointStore, node_row, state_row
 from saber.graph.checkpoint.base import (
     DEFAULT_LEASE_SECONDS,
     Checkpoint,
@@ -25,8 +26,6 @@ from saber.graph.checkpoint.base import (
     claimable,
     meta_json,
     node_from_row,
-    node_spec,
-    node_state,
 )
 from saber.graph.node import Node
 
@@ -53,22 +52,13 @@ class SQLiteCheckpointStore(PooledCheckpointStore):
         now = time.time()
         lease = now + self.lease_seconds if owner is not None else None
         if owner is not None:  # never take a task over from a live owner by rewriting it
-            row = db.execute("SELECT status, owner, lease_until FROM checkpoint_tasks WHERE task_id=?",
-                             (task_id,)).fetchone()
+            row = db.run(q.LEASE, {"task_id": task_id}).fetchone()
             if row is not None and not claimable(row[0], row[1], row[2] is not None and row[2] > now, owner):
                 raise TaskClaimedError.running_elsewhere(task_id, row[1], row[2])
-        db.execute(
-            "INSERT INTO checkpoint_tasks (task_id, status, config, replans, meta, created_at, updated_at, owner, "
-            "lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(task_id) DO UPDATE SET "
-            "status=excluded.status, config=excluded.config, replans=excluded.replans, meta=excluded.meta, "
-            "updated_at=excluded.updated_at, owner=excluded.owner, lease_until=excluded.lease_until",
-            (task_id, status, json.dumps(config), replans, meta_json(meta), now, now, owner, lease),
-        )
-        db.execute("DELETE FROM checkpoint_nodes WHERE task_id = ?", (task_id,))
-        db.executemany(
-            "INSERT INTO checkpoint_nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(task_id, n.id, i, node_spec(n), *node_state(n)) for i, n in enumerate(nodes)],
-        )
+        db.run(q.SAVE_TASK, {"task_id": task_id, "status": status, "config": json.dumps(config), "replans": replans,
+                             "meta": meta_json(meta), "now": now, "owner": owner, "lease_until": lease})
+        db.run(q.DELETE_NODES, {"task_id": task_id})
+        db.run_many(q.INSERT_NODE, [node_row(task_id, i, n) for i, n in enumerate(nodes)])
 
     async def save_nodes(
         self, task_id: str, nodes: Sequence[Node], *, replans: int | None = None, owner: str | None = None,
@@ -78,13 +68,9 @@ class SQLiteCheckpointStore(PooledCheckpointStore):
     def _save_nodes(self, db: Tx, task_id: str, nodes: list[Node], replans: int | None, owner: str | None) -> None:
         if owner is not None:  # a read, not a write: the heartbeat renews the lease
             _check_owner(db, task_id, owner)
-        db.executemany(
-            "UPDATE checkpoint_nodes SET status=?, result=?, error=?, attempts=?, duration_ms=? "
-            "WHERE task_id=? AND node_id=?",
-            [(*node_state(n), task_id, n.id) for n in nodes],
-        )
+        db.run_many(q.SAVE_NODE, [state_row(task_id, n) for n in nodes])
         if replans is not None:
-            db.execute("UPDATE checkpoint_tasks SET replans=? WHERE task_id=?", (replans, task_id))
+            db.run(q.SET_REPLANS, {"replans": replans, "task_id": task_id})
 
     async def set_status(self, task_id: str, status: TaskStatus, *, owner: str | None = None) -> None:
         await self._write(self._set_status, task_id, status, owner)
@@ -92,25 +78,21 @@ class SQLiteCheckpointStore(PooledCheckpointStore):
     def _set_status(self, db: Tx, task_id: str, status: TaskStatus, owner: str | None) -> None:
         if owner is not None:
             self._renew(db, task_id, owner)
-        lease = "lease_until" if status == "running" else "NULL"
-        db.execute(f"UPDATE checkpoint_tasks SET status=?, updated_at=?, lease_until={lease} WHERE task_id=?",
-                   (status, time.time(), task_id))
+        db.run(q.SET_STATUS, {"status": status, "now": time.time(), "task_id": task_id})
 
     async def claim(self, task_id: str, owner: str) -> None:
         await self._write(self._claim, task_id, owner)
 
     def _claim(self, db: Tx, task_id: str, owner: str) -> None:
         # a write transaction (BEGIN IMMEDIATE): no other writer between the check and the update
-        row = db.execute("SELECT status, owner, lease_until FROM checkpoint_tasks WHERE task_id=?",
-                         (task_id,)).fetchone()
+        row = db.run(q.LEASE, {"task_id": task_id}).fetchone()
         if row is None:
             raise LookupError(f"no checkpoint for task {task_id!r}")
         status, current, until = row
         now = time.time()
         if not claimable(status, current, until is not None and until > now, owner):
             raise TaskClaimedError.running_elsewhere(task_id, current, until)
-        db.execute("UPDATE checkpoint_tasks SET owner=?, lease_until=? WHERE task_id=?",
-                   (owner, now + self.lease_seconds, task_id))
+        db.run(q.CLAIM, {"owner": owner, "lease_until": now + self.lease_seconds, "task_id": task_id})
 
     async def renew(self, task_id: str, owner: str) -> bool:
         try:
@@ -120,8 +102,7 @@ class SQLiteCheckpointStore(PooledCheckpointStore):
         return True
 
     def _renew(self, db: Tx, task_id: str, owner: str) -> None:
-        cur = db.execute("UPDATE checkpoint_tasks SET lease_until=? WHERE task_id=? AND owner=?",
-                         (time.time() + self.lease_seconds, task_id, owner))
+        cur = db.run(q.RENEW, {"lease_until": time.time() + self.lease_seconds, "task_id": task_id, "owner": owner})
         if cur.rowcount == 0:
             raise TaskClaimedError.lost(task_id, owner)
 
@@ -136,33 +117,24 @@ class SQLiteCheckpointStore(PooledCheckpointStore):
 
 
 def _check_owner(db: Tx, task_id: str, owner: str) -> None:
-    row = db.execute("SELECT owner FROM checkpoint_tasks WHERE task_id=?", (task_id,)).fetchone()
+    row = db.run(q.OWNER, {"task_id": task_id}).fetchone()
     if row is None or row[0] != owner:
         raise TaskClaimedError.lost(task_id, owner)
 
 
 def _load(db: Tx, task_id: str) -> Checkpoint | None:
-    row = db.execute(
-        "SELECT status, config, replans, meta, owner, lease_until FROM checkpoint_tasks WHERE task_id=?", (task_id,)
-    ).fetchone()
+    row = db.run(q.LOAD_TASK, {"task_id": task_id}).fetchone()
     if row is None:
         return None
-    rows = db.execute(
-        "SELECT node_id, spec, status, result, error, attempts, duration_ms FROM checkpoint_nodes "
-        "WHERE task_id=? ORDER BY position", (task_id,),
-    ).fetchall()
+    rows = db.run(q.LOAD_NODES, {"task_id": task_id}).fetchall()
     return Checkpoint(task_id=task_id, status=row[0], config=json.loads(row[1]), replans=row[2],
                       meta=json.loads(row[3]), owner=row[4], lease_until=row[5],
                       nodes=[node_from_row(*r) for r in rows])
 
 
 def _list_tasks(db: Tx, status: TaskStatus | None) -> list[str]:
-    if status is None:
-        rows = db.execute("SELECT task_id FROM checkpoint_tasks ORDER BY created_at").fetchall()
-    else:
-        rows = db.execute("SELECT task_id FROM checkpoint_tasks WHERE status=? ORDER BY created_at", (status,)).fetchall()
-    return [r[0] for r in rows]
+    return [r[0] for r in db.run(q.LIST_TASKS, {"status": status}).fetchall()]
 
 
 def _delete(db: Tx, task_id: str) -> None:
-    db.execute("DELETE FROM checkpoint_tasks WHERE task_id=?", (task_id,))
+    db.run(q.DELETE_TASK, {"task_id": task_id})

@@ -1,0 +1,101 @@
+"""The tables the stores write, described once with SQLAlchemy Core.
+
+The migrations (``db/migrations``) create them; the stores' Core statements (their ``queries``
+modules) are written on these descriptions and compiled ahead of time (``saber.db.statements``).
+``tests/integration/db/test_tables.py`` checks every table and column here against a database
+migrated to the newest revision, on SQLite and on PostgreSQL, so the two cannot drift apart.
+Only the build step and the tests import this module: a running store never loads SQLAlchemy for it."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+metadata = sa.MetaData()
+
+Real = sa.Float().with_variant(postgresql.DOUBLE_PRECISION(), "postgresql")
+"""REAL on SQLite, DOUBLE PRECISION on PostgreSQL: epoch seconds and durations."""
+Json = sa.Text().with_variant(postgresql.JSONB(), "postgresql")
+"""JSON as text on SQLite, JSONB on PostgreSQL."""
+Stamp = sa.Float().with_variant(postgresql.TIMESTAMP(timezone=True), "postgresql")
+"""Epoch seconds of this host's clock on SQLite; the server's own clock on PostgreSQL."""
+Blob = sa.LargeBinary()
+
+# -- checkpoints (graph runtime) ---------------------------------------------------------------
+
+checkpoint_tasks = sa.Table(
+    "checkpoint_tasks", metadata,
+    sa.Column("task_id", sa.Text, primary_key=True),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("config", Json, nullable=False),
+    sa.Column("replans", sa.Integer, nullable=False),
+    sa.Column("meta", Json, nullable=False),
+    sa.Column("created_at", Stamp, nullable=False),
+    sa.Column("updated_at", Stamp, nullable=False),
+    sa.Column("owner", sa.Text),
+    sa.Column("lease_until", Stamp),
+)
+
+checkpoint_nodes = sa.Table(
+    "checkpoint_nodes", metadata,
+    sa.Column("task_id", sa.Text, sa.ForeignKey("checkpoint_tasks.task_id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("node_id", sa.Text, primary_key=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("spec", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("result", sa.Text, nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("duration_ms", Real, nullable=False),
+)
+
+# -- approvals ---------------------------------------------------------------------------------
+
+approvals = sa.Table(
+    "saber_approvals", metadata,
+    sa.Column("task_id", sa.Text, primary_key=True),
+    sa.Column("node_id", sa.Text, primary_key=True),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("tool", sa.Text, nullable=False),
+    sa.Column("params", sa.Text, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("decided_by", sa.Text, nullable=False),
+    sa.Column("decision_reason", sa.Text, nullable=False),
+    sa.Column("created_at", Real, nullable=False),
+    sa.Column("decided_at", Real),
+)
+
+# -- memory (agent) ----------------------------------------------------------------------------
+
+mem_history = sa.Table(
+    "mem_history", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("created_at", Real, nullable=False),
+)
+
+mem_preferences = sa.Table(
+    "mem_preferences", metadata,
+    sa.Column("user_id", sa.Text, primary_key=True),
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", Real, nullable=False),
+)
+
+mem_memories = sa.Table(
+    "mem_memories", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("norm", sa.Text, nullable=False),
+    sa.Column("importance", Real, nullable=False),
+    sa.Column("created_at", Real, nullable=False),
+    sa.Column("last_used_at", Real, nullable=False),
+    sa.Column("uses", sa.Integer, nullable=False),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("embedder", sa.Text, nullable=False),
+    sa.Column("vector", Blob, nullable=False),
+)
