@@ -162,8 +162,9 @@ class Tx:
 
 def _named_without_nul(params: Mapping[str, Any]) -> Mapping[str, Any]:
     """``_without_nul`` for named parameters."""
-    if any(isinstance(v, str) and "\x00" in v for v in params.values()):
-        return {k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in params.items()}
+    for value in params.values():
+        if isinstance(value, str) and "\x00" in value:
+            return {k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in params.items()}
     return params
 
 

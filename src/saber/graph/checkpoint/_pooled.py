@@ -55,12 +55,11 @@ class PooledCheckpointStore(CheckpointStore):
             await asyncio.to_thread(db.close)
 
 
-_STATE = ("status", "result", "error", "attempts", "duration_ms")
-
-
 def state_row(task_id: str, node: Node) -> dict[str, Any]:
     """A node's state as the parameters of ``SAVE_NODE``."""
-    return {"task_id": task_id, "node_id": node.id, **dict(zip(_STATE, node_state(node), strict=True))}
+    status, result, error, attempts, duration_ms = node_state(node)
+    return {"task_id": task_id, "node_id": node.id, "status": status, "result": result, "error": error,
+            "attempts": attempts, "duration_ms": duration_ms}
 
 
 def node_row(task_id: str, position: int, node: Node) -> dict[str, Any]:
