@@ -28,6 +28,7 @@ QUERY_MODULES = (
     "saber.approvals.queries",
     "saber.graph.checkpoint.queries",
     "saber.agent.memory.queries",
+    "saber.rag.store.queries",
 )
 """Every module of Core statements (named, not imported: the stores sit in higher layers)."""
 

@@ -66,6 +66,83 @@ approvals = sa.Table(
     sa.Column("decided_at", Real),
 )
 
+# -- knowledge base (rag) ----------------------------------------------------------------------
+
+rag_meta = sa.Table(
+    "rag_meta", metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+rag_documents = sa.Table(
+    "rag_documents", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("doc_key", sa.Text, nullable=False, unique=True),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("doc_type", sa.Text, nullable=False),
+    sa.Column("summary", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False, unique=True),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("indexed", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
+)
+
+rag_document_versions = sa.Table(
+    "rag_document_versions", metadata,
+    sa.Column("document_id", sa.Text, primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Text, nullable=False),
+)
+
+rag_sections = sa.Table(
+    "rag_sections", metadata,
+    sa.Column("document_id", sa.Text, primary_key=True),
+    sa.Column("ordinal", sa.Integer, primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+)
+
+rag_chunks = sa.Table(
+    "rag_chunks", metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+    sa.Column("document_id", sa.Text, nullable=False),
+    sa.Column("section_ordinal", sa.Integer, nullable=False),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("tokens", sa.Text, nullable=False),
+    sa.Column("embedding", Blob),
+    sa.Column("heading", sa.Text, nullable=False),
+    sa.Column("rev", sa.BigInteger, nullable=False),
+    info={"made_by": "the knowledge store, when it learns its embedder (a pgvector column is sized for it)"},
+)
+"""Created by the knowledge store, not a migration; ``embedding`` is ``vector(dim)`` on PostgreSQL."""
+
+rag_chunk_removals = sa.Table(
+    "rag_chunk_removals", metadata,
+    sa.Column("rev", sa.BigInteger, nullable=False),
+    sa.Column("chunk_id", sa.BigInteger, nullable=False),
+)
+
+rag_embed_claims = sa.Table(
+    "rag_embed_claims", metadata,
+    sa.Column("chunk_id", sa.Integer, primary_key=True),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("until", Real, nullable=False),
+    info={"dialects": ("sqlite",)},
+)
+"""SQLite's vector fillers' claims (PostgreSQL's lock the rows they claim instead)."""
+
+rag_owners = sa.Table(
+    "rag_owners", metadata,
+    sa.Column("document_id", sa.Text, primary_key=True),
+    sa.Column("user_id", sa.Text, primary_key=True),
+)
+
 # -- memory (agent) ----------------------------------------------------------------------------
 
 mem_history = sa.Table(

@@ -15,19 +15,18 @@ import numpy as np
 from saber.db import mask_url
 from saber.rag.documents import RagError
 from saber.rag.embedder import Vectors
+from saber.rag.store import queries_sql as sql
 from saber.rag.store.base import Embed
 from saber.rag.store.sql import SqlStore
 
 
 class PostgresStore(SqlStore):
     kind = "postgres"
-    _claim_lock = " FOR UPDATE SKIP LOCKED"
-
     def __init__(self, url: str, *, connect_timeout: float = 10.0, pool_size: int | None = None) -> None:
         self.url = url
         super().__init__(url, pool_size=pool_size, connect_timeout=connect_timeout)
         with self._cursor() as cur:
-            installed = cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+            installed = cur.run(sql.HAS_PGVECTOR).fetchone()
         if installed is None:
             self.close()
             raise RagError(
@@ -36,7 +35,7 @@ class PostgresStore(SqlStore):
             )
 
     def _lock_schema(self, cur: Any) -> None:
-        cur.execute("SELECT pg_advisory_xact_lock(7261)")  # two processes creating rag_chunks at once
+        cur.run(sql.LOCK_SCHEMA)
 
     def _vector_param(self, vector: Vectors) -> Any:
         return np.asarray(vector, dtype=np.float32)
@@ -61,7 +60,7 @@ class PostgresStore(SqlStore):
         return len(claimed)
 
     def _has_chunk_table(self, cur: Any) -> bool:
-        return cur.execute("SELECT to_regclass('rag_chunks') IS NOT NULL").fetchone()[0] is True
+        return cur.run(sql.HAS_CHUNK_TABLE).fetchone()[0] is True
 
     def _create_chunk_table(self, cur: Any, dim: int) -> None:
         cur.execute(
@@ -83,9 +82,5 @@ class PostgresStore(SqlStore):
             if not self._has_chunk_table(cur):
                 return []
             cur.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * int(k))}")
-            rows = cur.execute(
-                "SELECT id, 1 - (embedding <=> ?) AS cosine FROM rag_chunks WHERE embedding IS NOT NULL "
-                "ORDER BY embedding <=> ? LIMIT ?",
-                (q, q, int(k)),
-            ).fetchall()
+            rows = cur.run(sql.NEAREST, {"query": q, "k": int(k)}).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]

@@ -17,7 +17,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from saber.db import Database, DatabaseError, Tx, open_database
 from saber.rag.documents import (
@@ -33,15 +33,9 @@ from saber.rag.documents import (
     hash_in_key,
 )
 from saber.rag.embedder import Vectors
+from saber.rag.store import queries_sql as q
 from saber.rag.store.base import Embed
 
-_DOC_COLUMNS = (
-    "d.id, d.title, d.source, d.doc_type, d.content_hash, d.version, d.created_at, d.updated_at, d.summary, d.indexed"
-)
-_CHUNK_COUNTS = (
-    ", (SELECT COUNT(*) FROM rag_chunks c WHERE c.document_id = d.id)"
-    ", (SELECT COUNT(*) FROM rag_chunks c WHERE c.document_id = d.id AND c.embedding IS NOT NULL)"
-)
 KEEP_REMOVALS = 10_000
 """Revisions of removal log kept; a keyword index older than that reloads every chunk's tokens."""
 
@@ -83,16 +77,13 @@ class SqlStore(ABC):
         with self._db.transaction(write=write) as tx:
             yield tx
 
-    def _exec(self, cur: Tx, statement: str, params: Sequence[Any] = ()) -> Any:
-        return cur.execute(statement, params)
-
-    def _bump(self, cur: Any, key: str = "revision") -> int:
+    def _bump(self, cur: Tx, key: str = "revision") -> int:
         """Increment a counter in ``rag_meta`` (first thing in a write: its row lock orders writers); the new value."""
-        self._exec(cur, "UPDATE rag_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = ?", (key,))
+        cur.run(q.BUMP, {"key": key})
         return int(self._meta(cur, key) or 0)
 
-    def _meta(self, cur: Any, key: str) -> str | None:
-        row = self._exec(cur, "SELECT value FROM rag_meta WHERE key = ?", (key,)).fetchone()
+    def _meta(self, cur: Tx, key: str) -> str | None:
+        row = cur.run(q.META, {"key": key}).fetchone()
         return None if row is None else str(row[0])
 
     # -- KnowledgeStore --------------------------------------------------------------------------
@@ -108,7 +99,7 @@ class SqlStore(ABC):
             if stored_name == name and stored_dim == str(dim) and self._has_chunk_table(cur):
                 return
             if stored_dim is not None and self._has_chunk_table(cur):
-                count = self._exec(cur, "SELECT COUNT(*) FROM rag_chunks").fetchone()[0]
+                count = cur.run(q.COUNT_CHUNKS).fetchone()[0]
                 if count:
                     raise EmbeddingError(
                         f"this knowledge base was indexed with {stored_name} ({stored_dim} dimensions) but the "
@@ -116,10 +107,10 @@ class SqlStore(ABC):
                         "delete the documents and ingest them again"
                     )
                 if stored_dim != str(dim):
-                    self._exec(cur, "DROP TABLE rag_chunks")
+                    cur.run(q.DROP_CHUNK_TABLE)
             for key, value in (("embedder", name), ("embedding_dim", str(dim))):
-                self._exec(cur, "DELETE FROM rag_meta WHERE key = ?", (key,))
-                self._exec(cur, "INSERT INTO rag_meta (key, value) VALUES (?, ?)", (key, value))
+                cur.run(q.FORGET_META, {"key": key})
+                cur.run(q.SET_META, {"key": key, "value": value})
             if not self._has_chunk_table(cur):
                 self._create_chunk_table(cur, dim)
 
@@ -130,18 +121,18 @@ class SqlStore(ABC):
     def revision(self) -> int:
         """Writes of documents and chunks plus vector fills: it grows with either."""
         with self._cursor() as cur:
-            rows = self._exec(cur, "SELECT value FROM rag_meta WHERE key IN ('revision', 'vectors')").fetchall()
+            rows = cur.run(q.REVISIONS).fetchall()
         return sum(int(r[0]) for r in rows)
 
     def chunk_count(self) -> int:
         with self._cursor() as cur:
             if not self._has_chunk_table(cur):
                 return 0
-            return int(self._exec(cur, "SELECT COUNT(*) FROM rag_chunks").fetchone()[0])
+            return int(cur.run(q.COUNT_CHUNKS).fetchone()[0])
 
     def find_by_hash(self, key: str) -> Document | None:
         with self._cursor() as cur:
-            return self._doc_where(cur, "d.content_hash = ?", key)
+            return self._document(cur, "hash", key)
 
     def save_document(
         self, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None = None
@@ -161,45 +152,32 @@ class SqlStore(ABC):
         self, cur: Any, doc: NewDocument, sections: Sequence[str], chunks: Sequence[ChunkRecord], vectors: Vectors | None
     ) -> IngestResult:
         h = doc.dedupe_key
-        same = self._doc_where(cur, "d.content_hash = ?", h)
+        same = self._document(cur, "hash", h)
         if same is not None:
             return IngestResult(document=same, status="unchanged", chunks=same.chunk_count)
         rev = self._bump(cur)
         now = datetime.now(UTC).isoformat()
-        previous = self._doc_where(cur, "d.doc_key = ?", doc.key)
+        previous = self._document(cur, "key", doc.key)
         reuse: dict[tuple[str, str], Any] = {}
         if previous is None:
             doc_id = uuid.uuid4().hex
-            self._exec(
-                cur,
-                "INSERT INTO rag_documents (id, doc_key, title, source, doc_type, summary, content_hash, content, "
-                "version, indexed, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)",
-                (doc_id, doc.key, doc.title, doc.source, doc.doc_type, doc.summary, h, doc.content, now, now),
-            )
+            cur.run(q.INSERT_DOCUMENT, {"id": doc_id, "doc_key": doc.key, "title": doc.title, "source": doc.source,
+                                        "doc_type": doc.doc_type, "summary": doc.summary, "content_hash": h,
+                                        "content": doc.content, "now": now})
             status = "created"
         else:
             doc_id = previous.id
-            self._exec(
-                cur,
-                "INSERT INTO rag_document_versions (document_id, version, title, content_hash, content, created_at) "
-                "SELECT id, version, title, content_hash, content, updated_at FROM rag_documents WHERE id = ?",
-                (doc_id,),
-            )
-            self._exec(
-                cur,
-                "UPDATE rag_documents SET title = ?, doc_type = ?, summary = ?, content_hash = ?, content = ?, "
-                "version = version + 1, indexed = 0, updated_at = ? WHERE id = ?",
-                (doc.title, doc.doc_type, doc.summary, h, doc.content, now, doc_id),
-            )
+            cur.run(q.KEEP_VERSION, {"id": doc_id})
+            cur.run(q.NEW_VERSION, {"title": doc.title, "doc_type": doc.doc_type, "summary": doc.summary,
+                                    "content_hash": h, "content": doc.content, "now": now, "id": doc_id})
             reuse = self._previous_vectors(cur, doc_id)
             self._clear_chunks(cur, doc_id, rev)
             status = "new_version"
         if doc.owner is not None:  # in the same transaction: never visible to others in between
-            self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                       (doc_id, doc.owner))
+            cur.run(q.ADD_OWNER, {"document_id": doc_id, "user_id": doc.owner})
         if chunks:
             self._write_chunks(cur, doc_id, sections, chunks, vectors, rev, reuse=reuse)
-        stored = self._doc_where(cur, "d.id = ?", doc_id)
+        stored = self._document(cur, "id", doc_id)
         assert stored is not None
         return IngestResult(document=stored, status=status, chunks=len(chunks))  # type: ignore[arg-type]
 
@@ -208,34 +186,32 @@ class SqlStore(ABC):
     ) -> Document:
         with self._cursor(write=True) as cur:
             rev = self._bump(cur)
-            if self._doc_where(cur, "d.id = ?", document_id) is None:
+            if self._document(cur, "id", document_id) is None:
                 raise DocumentNotFound(f"no document with id {document_id!r}")
             reuse = self._previous_vectors(cur, document_id)
             self._clear_chunks(cur, document_id, rev)
             self._write_chunks(cur, document_id, sections, chunks, vectors, rev, reuse=reuse)
-            stored = self._doc_where(cur, "d.id = ?", document_id)
+            stored = self._document(cur, "id", document_id)
             assert stored is not None
             return stored
 
     def _clear_chunks(self, cur: Any, doc_id: str, rev: int) -> None:
         if self._has_chunk_table(cur):
-            self._exec(cur, "INSERT INTO rag_chunk_removals (rev, chunk_id) SELECT ?, id FROM rag_chunks "
-                            "WHERE document_id = ?", (rev, doc_id))
-            self._exec(cur, "DELETE FROM rag_chunks WHERE document_id = ?", (doc_id,))
+            cur.run(q.LOG_REMOVALS, {"rev": rev, "id": doc_id})
+            cur.run(q.FORGET_CHUNKS, {"id": doc_id})
             floor = rev - KEEP_REMOVALS
             if floor > int(self._meta(cur, "removals_floor") or 0):
-                self._exec(cur, "DELETE FROM rag_chunk_removals WHERE rev <= ?", (floor,))
-                self._exec(cur, "UPDATE rag_meta SET value = ? WHERE key = 'removals_floor'", (str(floor),))
-        self._exec(cur, "DELETE FROM rag_sections WHERE document_id = ?", (doc_id,))
-        self._exec(cur, "UPDATE rag_documents SET indexed = 0 WHERE id = ?", (doc_id,))
+                cur.run(q.TRIM_REMOVALS, {"floor": floor})
+                cur.run(q.SET_REMOVALS_FLOOR, {"value": str(floor)})
+        cur.run(q.FORGET_SECTIONS, {"id": doc_id})
+        cur.run(q.SET_INDEXED, {"indexed": 0, "id": doc_id})
 
     def _previous_vectors(self, cur: Any, doc_id: str) -> dict[tuple[str, str], Any]:
         """The vectors of a document's current chunks by (heading, text): what its next version can
         keep for the chunks it did not change (the store's one embedder made them all)."""
         if not self._has_chunk_table(cur):
             return {}
-        rows = self._exec(cur, "SELECT heading, text, embedding FROM rag_chunks "
-                               "WHERE document_id = ? AND embedding IS NOT NULL", (doc_id,)).fetchall()
+        rows = cur.run(q.PREVIOUS_VECTORS, {"id": doc_id}).fetchall()
         return {(str(r[0]), str(r[1])): r[2] for r in rows}
 
     def _write_chunks(
@@ -248,10 +224,8 @@ class SqlStore(ABC):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
         if not self._has_chunk_table(cur):
             raise EmbeddingError("the embedder is not set up for this store: call ensure_embedding first")
-        cur.executemany(
-            "INSERT INTO rag_sections (document_id, ordinal, text) VALUES (?, ?, ?)",
-            [(doc_id, i, text) for i, text in enumerate(sections)],
-        )
+        cur.run_many(q.INSERT_SECTION, [{"document_id": doc_id, "ordinal": i, "text": text}
+                                        for i, text in enumerate(sections)])
         if vectors is not None:
             stored: list[Any] = [self._vector_param(v) for v in vectors]
         else:
@@ -261,75 +235,68 @@ class SqlStore(ABC):
             (doc_id, c.section, c.ordinal, c.text, " ".join(c.tokens), c.heading, rev, stored[i])
             for i, c in enumerate(chunks)
         ])
-        self._exec(cur, "UPDATE rag_documents SET indexed = 1 WHERE id = ?", (doc_id,))
+        cur.run(q.SET_INDEXED, {"indexed": 1, "id": doc_id})
 
-    def _insert_chunk_rows(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
-        cur.executemany(
-            "INSERT INTO rag_chunks (document_id, section_ordinal, ordinal, text, tokens, heading, rev, embedding) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+    def _insert_chunk_rows(self, cur: Tx, rows: list[tuple[Any, ...]]) -> None:
+        """Rows of (document_id, section_ordinal, ordinal, text, tokens, heading, rev, embedding)."""
+        cur.run_many(q.INSERT_CHUNK, [dict(zip(_CHUNK_ROW, row, strict=True)) for row in rows])
 
     def get_document(self, document_id: str) -> Document:
         with self._cursor() as cur:
-            doc = self._doc_where(cur, "d.id = ?", document_id, with_content=True)
+            doc = self._document(cur, "id", document_id, with_content=True)
         if doc is None:
             raise DocumentNotFound(f"no document with id {document_id!r}")
         return doc
 
     def list_documents(self) -> list[Document]:
         with self._cursor() as cur:
-            has_chunks = self._has_chunk_table(cur)
-            rows = self._exec(cur, self._select(has_chunks) + " ORDER BY d.updated_at DESC, d.title").fetchall()
+            rows = cur.run(q.DOCUMENTS if self._has_chunk_table(cur) else q.DOCUMENTS_BARE).fetchall()
         return [_document(r) for r in rows]
 
     def delete_document(self, document_id: str) -> bool:
         with self._cursor(write=True) as cur:
             rev = self._bump(cur)
-            if self._doc_where(cur, "d.id = ?", document_id) is None:
+            if self._document(cur, "id", document_id) is None:
                 return False
             self._clear_chunks(cur, document_id, rev)
-            self._exec(cur, "DELETE FROM rag_document_versions WHERE document_id = ?", (document_id,))
-            self._exec(cur, "DELETE FROM rag_owners WHERE document_id = ?", (document_id,))
-            self._exec(cur, "DELETE FROM rag_documents WHERE id = ?", (document_id,))
+            for statement in (q.FORGET_VERSIONS, q.FORGET_OWNERS, q.FORGET_DOCUMENT):
+                cur.run(statement, {"id": document_id})
             return True
 
     # -- owners ----------------------------------------------------------------------------------
 
     def add_owner(self, document_id: str, user_id: str) -> None:
         with self._cursor(write=True) as cur:
-            self._exec(cur, "INSERT INTO rag_owners (document_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                       (document_id, user_id))
+            cur.run(q.ADD_OWNER, {"document_id": document_id, "user_id": user_id})
 
     def owners(self, document_id: str) -> set[str]:
         with self._cursor() as cur:
-            rows = self._exec(cur, "SELECT user_id FROM rag_owners WHERE document_id = ?", (document_id,)).fetchall()
+            rows = cur.run(q.OWNERS, {"document_id": document_id}).fetchall()
         return {str(r[0]) for r in rows}
 
     def owned_by(self, user_id: str) -> set[str]:
         with self._cursor() as cur:
-            rows = self._exec(cur, "SELECT document_id FROM rag_owners WHERE user_id = ?", (user_id,)).fetchall()
+            rows = cur.run(q.OWNED_BY, {"user_id": user_id}).fetchall()
         return {str(r[0]) for r in rows}
 
     def release(self, document_id: str, user_id: str) -> bool:
         """Drop ``user_id``'s claim on the document; True when no other user holds it (it may go)."""
         with self._cursor(write=True) as cur:
-            self._exec(cur, "DELETE FROM rag_owners WHERE document_id = ? AND user_id = ?", (document_id, user_id))
-            left = self._exec(cur, "SELECT 1 FROM rag_owners WHERE document_id = ? LIMIT 1", (document_id,)).fetchone()
+            cur.run(q.RELEASE, {"document_id": document_id, "user_id": user_id})
+            left = cur.run(q.ANY_OWNER, {"document_id": document_id}).fetchone()
         return left is None
 
     def hidden_from(self, user_id: str) -> set[str]:
         """Documents other users own and ``user_id`` does not (documents nobody owns are shared)."""
         with self._cursor() as cur:
-            rows = self._exec(cur, "SELECT DISTINCT document_id FROM rag_owners WHERE document_id NOT IN "
-                                   "(SELECT document_id FROM rag_owners WHERE user_id = ?)", (user_id,)).fetchall()
+            rows = cur.run(q.HIDDEN_FROM, {"user_id": user_id}).fetchall()
         return {str(r[0]) for r in rows}
 
     def keyword_corpus(self) -> tuple[list[int], list[list[str]]]:
         with self._cursor() as cur:
             if not self._has_chunk_table(cur):
                 return [], []
-            rows = self._exec(cur, "SELECT id, tokens FROM rag_chunks ORDER BY id").fetchall()
+            rows = cur.run(q.KEYWORD_CORPUS).fetchall()
         return [int(r[0]) for r in rows], [str(r[1]).split() for r in rows]
 
     def keyword_changes(self, since: int | None) -> KeywordChanges:
@@ -344,37 +311,27 @@ class SqlStore(ABC):
                 return KeywordChanges(revision=revision, full=True)
             full = since is None or since < int(self._meta(cur, "removals_floor") or 0)
             low = -1 if full else since
-            rows = self._exec(cur, "SELECT id, tokens FROM rag_chunks WHERE rev > ? AND rev <= ? ORDER BY id",
-                              (low, revision)).fetchall()
-            removed = [] if full else [int(r[0]) for r in self._exec(
-                cur, "SELECT chunk_id FROM rag_chunk_removals WHERE rev > ? AND rev <= ?", (low, revision)).fetchall()]
+            between = {"low": low, "high": revision}
+            rows = cur.run(q.CHUNKS_WRITTEN, between).fetchall()
+            removed = [] if full else [int(r[0]) for r in cur.run(q.CHUNKS_REMOVED, between).fetchall()]
         return KeywordChanges(revision=revision, full=full, ids=[int(r[0]) for r in rows],
                               tokens=[str(r[1]).split() for r in rows], removed=removed)
 
     # -- vectors filled after the write ----------------------------------------------------------
 
-    _claim_where = ""
-    """Added to the pending-chunk query's condition: chunks other fillers hold are not claimed (SQLite)."""
-    _claim_lock = ""
-    """Appended to the pending-chunk query: the claimed rows are locked, others' skipped (PostgreSQL)."""
-
     def pending_count(self, document_id: str | None = None) -> int:
         with self._cursor() as cur:
             if not self._has_chunk_table(cur):
                 return 0
-            where = "" if document_id is None else " AND document_id = ?"
-            params = () if document_id is None else (document_id,)
-            return int(self._exec(cur, f"SELECT COUNT(*) FROM rag_chunks WHERE embedding IS NULL{where}",
-                                  params).fetchone()[0])
+            return int(cur.run(q.PENDING_COUNT, {"document_id": document_id}).fetchone()[0])
 
     def record_fill_failure(self, error: str | None) -> None:
         with self._cursor(write=True) as cur:
             if error is None:
-                self._exec(cur, "DELETE FROM rag_meta WHERE key = 'fill_failure'")
+                cur.run(q.FORGET_FILL_FAILURE)
                 return
             value = json.dumps({"error": error, "at": datetime.now(UTC).isoformat()}, ensure_ascii=False)
-            self._exec(cur, "INSERT INTO rag_meta (key, value) VALUES ('fill_failure', ?) "
-                            "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (value,))
+            cur.run(q.RECORD_FILL_FAILURE, {"value": value})
 
     def last_fill_failure(self) -> tuple[str, datetime] | None:
         with self._cursor() as cur:
@@ -385,20 +342,19 @@ class SqlStore(ABC):
         except (ValueError, KeyError, TypeError):  # not written by this code: nothing known
             return None
 
-    def _claim(self, cur: Any, limit: int, document_id: str | None) -> list[tuple[int, str]]:
+    def _claim(self, cur: Tx, limit: int, document_id: str | None) -> list[tuple[int, str]]:
+        """Chunks waiting for a vector that no other filler holds: on SQLite those without a claim
+        row, on PostgreSQL rows this transaction locks (others' locked rows skipped)."""
         if not self._has_chunk_table(cur):
             return []
-        where = "" if document_id is None else " AND document_id = ?"
-        params: tuple[Any, ...] = (limit,) if document_id is None else (document_id, limit)
-        rows = self._exec(cur, f"SELECT id, heading, text FROM rag_chunks WHERE embedding IS NULL{where}"
-                               f"{self._claim_where} ORDER BY id LIMIT ?{self._claim_lock}", params).fetchall()
+        rows = cur.run(q.CLAIM, {"document_id": document_id, "limit": limit}).fetchall()
         return [(int(r[0]), f"{r[1]}\n{r[2]}" if r[1] else str(r[2])) for r in rows]
 
     def _store_vectors(self, cur: Any, ids: Sequence[int], vectors: Vectors) -> int:
         """Write vectors of chunks still pending; a chunk removed meanwhile (a newer version of its
         document has new chunk ids: ids are never reused) matches no row and gets none."""
-        cur.executemany("UPDATE rag_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL",
-                        [(self._vector_param(vectors[i]), cid) for i, cid in enumerate(ids)])
+        cur.run_many(q.STORE_VECTOR, [{"embedding": self._vector_param(vectors[i]), "id": cid}
+                                      for i, cid in enumerate(ids)])
         self._bump(cur, "vectors")
         return len(ids)
 
@@ -411,29 +367,27 @@ class SqlStore(ABC):
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         if not ids:
             return {}
-        marks = ", ".join("?" for _ in ids)
         with self._cursor() as cur:
-            rows = self._exec(
-                cur,
-                "SELECT c.id, c.document_id, d.title, d.source, c.text, s.text FROM rag_chunks c "
-                "JOIN rag_documents d ON d.id = c.document_id "
-                "JOIN rag_sections s ON s.document_id = c.document_id AND s.ordinal = c.section_ordinal "
-                f"WHERE c.id IN ({marks})",
-                [int(i) for i in ids],
-            ).fetchall()
+            rows = cur.run(q.GET_CHUNKS, {"ids": json.dumps([int(i) for i in ids])}).fetchall()
         return {
             int(r[0]): StoredChunk(id=int(r[0]), document_id=r[1], title=r[2], source=r[3], text=r[4], section_text=r[5])
             for r in rows
         }
 
-    def _select(self, has_chunks: bool, with_content: bool = False) -> str:
-        columns = _DOC_COLUMNS + (_CHUNK_COUNTS if has_chunks else ", 0, 0")
-        return f"SELECT {columns}{', d.content' if with_content else ''} FROM rag_documents d"
-
-    def _doc_where(self, cur: Any, where: str, value: Any, *, with_content: bool = False) -> Document | None:
-        sql = self._select(self._has_chunk_table(cur), with_content) + f" WHERE {where}"
-        row = self._exec(cur, sql, (value,)).fetchone()
+    def _document(self, cur: Tx, by: Literal["hash", "key", "id"], value: str, *,
+                  with_content: bool = False) -> Document | None:
+        """The document whose content hash, key or id is ``value``, with its chunk counts."""
+        statements = _DOCUMENT_BY["content" if with_content else by]
+        row = cur.run(statements[self._has_chunk_table(cur)], {"value": value}).fetchone()
         return None if row is None else _document(row)
+
+
+_DOCUMENT_BY = {
+    "hash": (q.DOCUMENT_BY_HASH_BARE, q.DOCUMENT_BY_HASH), "key": (q.DOCUMENT_BY_KEY_BARE, q.DOCUMENT_BY_KEY),
+    "id": (q.DOCUMENT_BY_ID_BARE, q.DOCUMENT_BY_ID), "content": (q.DOCUMENT_WITH_CONTENT_BARE, q.DOCUMENT_WITH_CONTENT),
+}
+"""How a document is found → its statement (without, with the chunk table)."""
+_CHUNK_ROW = ("document_id", "section_ordinal", "ordinal", "text", "tokens", "heading", "rev", "embedding")
 
 
 def _when(value: Any) -> datetime:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from saber.rag.embedder import Vectors
+from saber.rag.store import queries_sql as q
 from saber.rag.store.base import Embed
 from saber.rag.store.sql import SqlStore
 
@@ -40,8 +41,6 @@ class SQLiteStore(SqlStore):
     """The knowledge base in one SQLite file, with exact vector search in memory."""
 
     kind = "sqlite"
-    _claim_where = " AND id NOT IN (SELECT chunk_id FROM rag_embed_claims)"
-
     def __init__(self, path: str | Path, *, pool_size: int | None = None) -> None:
         self.path = Path(path)
         self._matrix: tuple[tuple[str, ...], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
@@ -53,8 +52,7 @@ class SQLiteStore(SqlStore):
         return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
     def _has_chunk_table(self, cur: Any) -> bool:
-        row = cur.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'rag_chunks'").fetchone()
-        return row is not None
+        return cur.run(q.HAS_CHUNK_TABLE).fetchone() is not None
 
     def _create_chunk_table(self, cur: Any, dim: int) -> None:
         cur.execute(
@@ -75,8 +73,8 @@ class SQLiteStore(SqlStore):
                 return 0
             self._expire_claims(cur)
             claimed = self._claim(cur, limit, document_id)
-            cur.executemany("INSERT INTO rag_embed_claims (chunk_id, pid, until) VALUES (?, ?, ?)",
-                            [(cid, os.getpid(), time.time() + CLAIM_LEASE) for cid, _ in claimed])
+            until = time.time() + CLAIM_LEASE
+            cur.run_many(q.CLAIM_ROW, [{"chunk_id": cid, "pid": os.getpid(), "until": until} for cid, _ in claimed])
         if not claimed:
             return 0
         ids = [cid for cid, _ in claimed]
@@ -92,26 +90,24 @@ class SQLiteStore(SqlStore):
         return len(claimed)
 
     def _expire_claims(self, cur: Any) -> None:
-        pids = [int(r[0]) for r in cur.execute("SELECT DISTINCT pid FROM rag_embed_claims").fetchall()]
-        dead = [pid for pid in pids if not _alive(pid)]
-        cur.executemany("DELETE FROM rag_embed_claims WHERE pid = ?", [(pid,) for pid in dead])
-        cur.execute("DELETE FROM rag_embed_claims WHERE until < ?", (time.time(),))
+        pids = [int(r[0]) for r in cur.run(q.CLAIMED_PIDS).fetchall()]
+        cur.run_many(q.FORGET_CLAIMS_OF, [{"pid": pid} for pid in pids if not _alive(pid)])
+        cur.run(q.FORGET_EXPIRED_CLAIMS, {"now": time.time()})
 
     def _release(self, cur: Any, ids: Sequence[int]) -> None:
-        cur.executemany("DELETE FROM rag_embed_claims WHERE chunk_id = ?", [(cid,) for cid in ids])
+        cur.run_many(q.RELEASE_CLAIM, [{"chunk_id": cid} for cid in ids])
 
     def _vectors(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         import numpy as np
 
         with self._cursor() as cur:
-            revision = tuple(str(r[0]) for r in cur.execute(
-                "SELECT value FROM rag_meta WHERE key IN ('revision', 'vectors') ORDER BY key").fetchall())
+            revision = tuple(str(r[0]) for r in cur.run(q.REVISIONS).fetchall())
             cached = self._matrix
             if cached is not None and cached[0] == revision:
                 return cached[1], cached[2]
             if not self._has_chunk_table(cur):
                 return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-            rows = cur.execute("SELECT id, embedding FROM rag_chunks WHERE embedding IS NOT NULL ORDER BY id").fetchall()
+            rows = cur.run(q.VECTORS).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         if rows:
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
