@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from saber.outages import backoff
 from saber.rag.documents import RagError
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class VectorFiller:
                 with self._lock:
                     repeated = error == self.error
                     self.failures += 1
-                    delay = min(ERROR_BACKOFF * 2 ** (self.failures - 1), MAX_ERROR_BACKOFF)
+                    delay = backoff(self.failures, initial=ERROR_BACKOFF, maximum=MAX_ERROR_BACKOFF)
                     self.error, self.failed_at = error, datetime.now(UTC)
                     self._retry_at = time.monotonic() + delay
                     self._passing = False
