@@ -35,6 +35,7 @@ from saber.cluster.queue import MAX_ATTEMPTS, Claim, RunQueue
 from saber.cluster.signals import cancel_channel, cancel_key, wake_channel
 from saber.config import Settings
 from saber.events import Done, Event
+from saber.graph.checkpoint import Checkpoint
 from saber.observability import metrics, tracing
 from saber.outages import dependency_down, retrying
 from saber.runs.request import RunRequest, agent_stream
@@ -57,6 +58,8 @@ class _Running:
     handing_back: bool = False
     lost: bool = False
     cancel_sent: bool = False
+    failure: str = ""
+    """Why a run that finished failed (its checkpoint says ``failed``): the queue's record keeps it."""
 
 
 @dataclass(kw_only=True)
@@ -299,7 +302,7 @@ class Worker:
                     if tries > 1:
                         log.warning("run %s: trying again (try %d), resumed from its checkpoint", claim.task_id, tries)
                     end = await self._once(running, writer, request, claim.attempts + tries - 1)
-                    return ("lost" if running.lost else "handback" if running.handing_back else end), ""
+                    return ("lost" if running.lost else "handback" if running.handing_back else end), running.failure
         except StreamTakenOver as exc:
             log.warning("%s", exc)
             return "lost", ""
@@ -400,29 +403,37 @@ class Worker:
         finally:
             running.cancel_sent = False  # the next try's request is a new one: a cancel must reach it
         if done is not None and not (running.handing_back or running.lost):
-            await self._check_recorded(running, done)
+            saved = await self._check_recorded(running, done)
             observer.observe(done.type, done.data)
             spans.observe(done.type, done.data)
             await writer.append(done.type, done.data, final=True)
-            return "cancelled" if done.data.get("interrupted") else "done"
+            if done.data.get("interrupted"):
+                return "cancelled"
+            if saved is not None and saved.status == "failed":  # the queue says what the checkpoint says
+                running.failure = _failed_steps(saved)
+                return "failed"
+            return "done"
         if running.handing_back or running.lost:
             return "cancelled"
         await writer.append("done", _interrupted(claim, request), final=True)  # a stream that ended without done
         return "cancelled"
 
-    async def _check_recorded(self, running: _Running, done: Event) -> None:
-        """Raise ``_Paused`` when a react task's run ended without its checkpoint saying so (a
-        write failed past the runtime's patience, or the run stopped itself): the run is then
-        resumed, and its end written and settled only once the checkpoint is terminal. One truth:
-        the queue never calls a run finished that its checkpoint calls running."""
+    async def _check_recorded(self, running: _Running, done: Event) -> Checkpoint | None:
+        """The react task's checkpoint once its run has ended (None for another kind of run).
+        Raises ``_Paused`` when the run ended without its checkpoint saying so (a write failed past
+        the runtime's patience, or the run stopped itself): the run is then resumed, and its end
+        written and settled only once the checkpoint is terminal. One truth: the queue never calls
+        a run finished that its checkpoint calls running, nor done when it says failed."""
         if running.cancel_requested:
-            return
+            return None
         store = self.agent.services.checkpoints
         if store is None:
-            return
+            return None
         saved = await store.load(running.claim.task_id)
-        if saved is None or saved.meta.get("kind") != TASK_KIND or saved.status in ("done", "failed"):
-            return
+        if saved is None or saved.meta.get("kind") != TASK_KIND:
+            return None
+        if saved.status in ("done", "failed"):
+            return saved
         raise _Paused(f"task {running.claim.task_id} ended its run with its checkpoint {saved.status!r}"
                       f"{' (interrupted)' if done.data.get('interrupted') else ''}")
 
@@ -470,3 +481,10 @@ def _held_elsewhere(error: dict[str, Any]) -> bool:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _failed_steps(saved: Checkpoint) -> str:
+    """Which steps of a finished react task failed, and why (the record of a run that failed)."""
+    failed = [f"{node.id} ({node.tool or node.agent}): {node.error or 'failed'}"
+              for node in saved.nodes if node.status.value == "failed"]
+    return ("failed steps: " + "; ".join(failed) if failed else "the task's checkpoint says it failed")[:2000]

@@ -127,8 +127,9 @@ def sse_lines(lines: Iterator[str]) -> Iterator[tuple[int, str, dict[str, Any]]]
 
 def plan_reply(body: dict[str, Any]) -> str:
     """The fake model: a planner request gets a plan of witness steps for the task named in the
-    query ("job <task> of <user> steps <n> [slow] [report]"; with "report", a last step saves a
-    document with write_document); anything else gets a short answer."""
+    query ("job <task> of <user> steps <n> [slow] [report] [broken]"; with "report", a last step saves
+    a document with write_document; with "broken", a step of its own fails); anything else gets a
+    short answer."""
     messages = body.get("messages") or []
     text = " ".join(str(m.get("content") or "") for m in messages)
     if "task planner" not in text:
@@ -143,6 +144,8 @@ def plan_reply(body: dict[str, Any]) -> str:
         plan.append({"id": f"n{steps + 1}", "tool": "write_document", "depends_on": [f"n{steps}"],
                      "params": {"title": f"report {task}", "content_md": f"# Report {task}\n\nAll {steps} steps of "
                                 f"{task} for {user} finished."}})
+    if "broken" in words:
+        plan.append({"id": "nb", "tool": "broken_step", "params": {"task": task}, "depends_on": []})
     return json.dumps(plan)
 
 

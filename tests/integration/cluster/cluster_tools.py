@@ -28,3 +28,9 @@ async def witness(task: str, user: str, step: str, seconds: float = 0.4) -> str:
     await asyncio.sleep(seconds)
     _write({"e": execution, "task": task, "user": user, "step": step, "at": "end", "t": time.time(), "pid": os.getpid()})
     return f"{step} done by execution {execution}"
+
+
+@tool
+async def broken_step(task: str) -> str:
+    """A step of a test task that always fails (not worth trying again)."""
+    raise ValueError(f"step of {task} broken on purpose")

@@ -151,5 +151,14 @@ def test_a_run_reports_one_status_through_the_api_the_cli_and_the_queue(cluster:
         _settled(queue, "sd")
         seen = _statuses(api, cluster.env, queue, "sd", home)
         assert set(seen.values()) == {"done"}, seen
+
+        failed = httpx.post(api + "/api/chat", json={**body, "message": "job sf of ann steps 1 broken", "task_id": "sf"},
+                            timeout=120)
+        assert failed.status_code == 200, failed.text
+        _settled(queue, "sf")
+        seen = _statuses(api, cluster.env, queue, "sf", home)
+        assert set(seen.values()) == {"failed"}, seen  # a step failed: the queue's record says so too
+        record = queue.get("sf")
+        assert record is not None and "nb (broken_step)" in str(record["error"]) and "broken on purpose" in str(record["error"])
     finally:
         db.close()
