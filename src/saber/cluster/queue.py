@@ -32,6 +32,7 @@ from typing import Any
 from procrastinate import App, RetryStrategy, SyncPsycopgConnector, sql
 from procrastinate import jobs as pjobs
 
+from saber.cluster import queries_sql as q
 from saber.db.database import Database, Tx
 from saber.redact import redact_value
 from saber.runs.request import RunRequest
@@ -48,16 +49,6 @@ time) fails it for good, with its reason: a run that cannot work is not retried 
 RETRY = RetryStrategy(max_attempts=MAX_ATTEMPTS - 1, wait=1, exponential_wait=2)
 """When a run that failed in its worker is tried again: 3, 5, 9, 17 s after each failure
 (procrastinate's backoff); after ``MAX_ATTEMPTS`` takes it is failed with its reason."""
-
-_NOW = "EXTRACT(EPOCH FROM clock_timestamp())"
-
-_ALIVE = "(w.id IS NOT NULL AND w.last_heartbeat >= now() - make_interval(secs => ?))"
-"""A job's worker (``w``, joined on the job's ``worker_id``) sent a heartbeat within the lease."""
-
-_RECORD = (f"SELECT r.task_id, r.user_id, r.kind, r.request, r.enqueued_at, r.worker, r.attempts, r.error, "
-           f"r.outcome, r.recovering, r.job_id, j.status, {_ALIVE} "
-           "FROM saber_runs r LEFT JOIN procrastinate_jobs j ON j.id = r.job_id "
-           "LEFT JOIN procrastinate_workers w ON w.id = j.worker_id ")
 
 _ENDED = {"succeeded": "done", "failed": "failed", "aborted": "cancelled", "cancelled": "cancelled"}
 """A job that ended without its record saying how (a job settled by hand): its status as the API says it."""
@@ -166,7 +157,7 @@ class RunQueue:
         return self.connector.execute_query_all_with_connection(_driver(tx), sql.queries[query], **arguments)
 
     def _record(self, tx: Tx, task_id: str) -> tuple[Any, ...] | None:
-        row = tx.execute(_RECORD + "WHERE r.task_id = ?", (self.lease_seconds, task_id)).fetchone()
+        row = tx.run(q.RECORD, {"lease_seconds": self.lease_seconds, "task_id": task_id}).fetchone()
         return tuple(row) if row is not None else None
 
     # -- API side ------------------------------------------------------------------------------
@@ -176,22 +167,21 @@ class RunQueue:
         raises ``DuplicateTask``; a finished one is queued again (``kind`` resume)."""
         queue = queue_name(user_id)
         with self.db.transaction() as tx:
-            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-task:" + task_id,))
-            tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,))
+            tx.run(q.LOCK, {"key": "saber-run-task:" + task_id})
+            tx.run(q.LOCK, {"key": "saber-run-user:" + queue})
             row = self._record(tx, task_id)
             if row is not None:
                 _check_reuse(task_id, _status(row[8], row[9], row[11], row[12]), kind)
-            waiting = tx.execute("SELECT count(*) FROM procrastinate_jobs WHERE queue_name = ? AND task_name = ? "
-                                 "AND status IN ('todo', 'doing')", (queue, TASK_NAME)).fetchone()[0]
+            waiting = tx.run(q.WAITING, {"queue": queue, "task_name": TASK_NAME}).fetchone()[0]
             if waiting >= self.max_waiting_per_user:
                 raise QueueFull(f"user {user_id!r} already has {waiting} request(s) queued or running")
-            now = float(tx.execute(f"SELECT {_NOW}").fetchone()[0])
+            now = float(tx.run(q.NOW).fetchone()[0])
             job = self.app.job_manager.defer_job(
                 pjobs.Job(queue=queue, task_name=TASK_NAME, lock=task_id, queueing_lock=task_id,
                           task_kwargs={"task_id": task_id}), connection=_driver(tx))
-            tx.execute("DELETE FROM saber_runs WHERE task_id = ?", (task_id,))
-            tx.execute("INSERT INTO saber_runs (task_id, user_id, kind, request, enqueued_at, trace, job_id, attempts) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, 0)", (task_id, user_id, kind, request.stored(), now, trace, job.id))
+            tx.run(q.DELETE_RUN, {"task_id": task_id})
+            tx.run(q.INSERT_RUN, {"task_id": task_id, "user_id": user_id, "kind": kind, "request": request.stored(),
+                                  "enqueued_at": now, "trace": trace, "job_id": job.id})
         return now
 
     def get(self, task_id: str) -> dict[str, Any] | None:
@@ -215,7 +205,7 @@ class RunQueue:
         if not task_ids:
             return {}
         with self.db.transaction() as tx:
-            rows = tx.execute(_RECORD + "WHERE r.task_id = ANY(?)", (self.lease_seconds, task_ids)).fetchall()
+            rows = tx.run(q.RECORDS, {"lease_seconds": self.lease_seconds, "task_ids": task_ids}).fetchall()
         return {str(r[0]): (_status(r[8], r[9], r[11], r[12]), r[7]) for r in rows}
 
     def cancel_waiting(self, task_id: str) -> bool:
@@ -223,12 +213,11 @@ class RunQueue:
         live worker holds is asked to abort (procrastinate's ``abort_requested``: its worker sees
         it at its next heartbeat) and False is returned, so the caller signals that worker too."""
         with self.db.transaction() as tx:
-            record = tx.execute("SELECT job_id FROM saber_runs WHERE task_id = ? FOR UPDATE", (task_id,)).fetchone()
+            record = tx.run(q.RUN_JOB_FOR_UPDATE, {"task_id": task_id}).fetchone()
             # the job read after the record's lock, in a statement of its own: a claim that held the
             # lock has committed by then, and this read sees what it did (then holds the job still)
-            row = tx.execute(f"SELECT j.status, {_ALIVE} FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
-                             "ON w.id = j.worker_id WHERE j.id = ? FOR UPDATE OF j",
-                             (self.lease_seconds, record[0] if record is not None else None)).fetchone()
+            row = tx.run(q.JOB_FOR_UPDATE, {"lease_seconds": self.lease_seconds,
+                                            "job_id": record[0] if record is not None else None}).fetchone()
             if row is None or row[0] not in ("todo", "doing"):  # unknown, or ended (its record says how)
                 return False
             job_id, job_status, alive = int(record[0]), row[0], bool(row[1])
@@ -237,22 +226,17 @@ class RunQueue:
                 if alive:
                     return False
                 self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
-            tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', worker = NULL, recovering = FALSE, "
-                       f"finished_at = {_NOW} WHERE task_id = ?", (task_id,))
+            tx.run(q.CANCELLED, {"task_id": task_id})
             return True
 
     def depth(self) -> int:
         with self.db.transaction() as tx:
-            return int(tx.execute("SELECT count(*) FROM procrastinate_jobs WHERE task_name = ? AND status = 'todo'",
-                                  (TASK_NAME,)).fetchone()[0])
+            return int(tx.run(q.DEPTH, {"task_name": TASK_NAME}).fetchone()[0])
 
     def running_by_user(self) -> dict[str, int]:
         """Runs a live worker holds, per user."""
         with self.db.transaction() as tx:
-            rows = tx.execute(f"SELECT r.user_id, count(*) FROM procrastinate_jobs j JOIN saber_runs r ON r.job_id = j.id "
-                              f"LEFT JOIN procrastinate_workers w ON w.id = j.worker_id "
-                              f"WHERE j.status = 'doing' AND {_ALIVE} GROUP BY r.user_id",
-                              (self.lease_seconds,)).fetchall()
+            rows = tx.run(q.RUNNING_BY_USER, {"lease_seconds": self.lease_seconds}).fetchall()
         return {str(u): int(n) for u, n in rows}
 
     # -- worker side ---------------------------------------------------------------------------
@@ -274,23 +258,17 @@ class RunQueue:
         another worker is taking a run of at this moment is tried last (as ``SKIP LOCKED`` skips a
         row): claimers wait for each other only when no other user has a run to take."""
         with self.db.transaction() as tx:
-            candidates = tx.execute(
-                f"SELECT j.queue_name, count(*) FILTER (WHERE j.status = 'doing' AND {_ALIVE}) AS running, "
-                "min(j.id) FILTER (WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())) AS oldest "
-                "FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w ON w.id = j.worker_id "
-                "WHERE j.task_name = ? AND j.status IN ('todo', 'doing') GROUP BY j.queue_name "
-                "HAVING count(*) FILTER (WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())) > 0 "
-                "ORDER BY running, oldest LIMIT 16", (self.lease_seconds, TASK_NAME)).fetchall()
+            candidates = tx.run(q.CANDIDATES, {"lease_seconds": self.lease_seconds, "task_name": TASK_NAME}).fetchall()
             busy: list[str] = []
             for queue, _, _ in candidates:
-                if not tx.execute("SELECT pg_try_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,)).fetchone()[0]:
+                if not tx.run(q.TRY_LOCK, {"key": "saber-run-user:" + queue}).fetchone()[0]:
                     busy.append(queue)  # another worker is taking this user's next run right now: another user's first
                     continue
                 claim = self._take(tx, queue, worker_id, worker)
                 if claim is not None:
                     return claim
             for queue in busy:  # nothing elsewhere: wait for that worker, then take this user's next run
-                tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", ("saber-run-user:" + queue,))
+                tx.run(q.LOCK, {"key": "saber-run-user:" + queue})
                 claim = self._take(tx, queue, worker_id, worker)
                 if claim is not None:
                     return claim
@@ -298,18 +276,12 @@ class RunQueue:
 
     def _take(self, tx: Tx, queue: str, worker_id: int, worker: str) -> Claim | None:
         """The next run of ``queue`` (one user's), under that user's lock, if the user is under the limit."""
-        running = tx.execute("SELECT count(*) FROM procrastinate_jobs j LEFT JOIN procrastinate_workers w "
-                             f"ON w.id = j.worker_id WHERE j.queue_name = ? AND j.status = 'doing' AND {_ALIVE}",
-                             (queue, self.lease_seconds)).fetchone()[0]
+        running = tx.run(q.RUNNING_IN_QUEUE, {"queue": queue, "lease_seconds": self.lease_seconds}).fetchone()[0]
         while running < self.max_running_per_user:
             job = self._one(tx, "fetch_job", queues=[queue], worker_id=worker_id)
             if job["id"] is None:
                 return None
-            row = tx.execute(
-                f"UPDATE saber_runs SET attempts = attempts + 1, worker = ?, recovering = FALSE, started_at = {_NOW} "
-                f"WHERE job_id = ? AND outcome IS NULL "
-                f"RETURNING task_id, user_id, kind, request, attempts, enqueued_at, {_NOW} - enqueued_at, trace",
-                (worker, job["id"])).fetchone()
+            row = tx.run(q.TAKE, {"worker": worker, "job_id": job["id"]}).fetchone()
             if row is not None:
                 task_id, user_id, kind, request, attempts, enqueued_at, waited, trace = row
                 return Claim(task_id=task_id, user_id=user_id, kind=kind, request=_json(request), attempts=int(attempts),
@@ -325,10 +297,9 @@ class RunQueue:
         was pruned (stalled past the lease) registers again: it holds nothing any more."""
         with self.db.transaction() as tx:
             self._one(tx, "update_heartbeat", worker_id=worker_id)
-            if tx.execute("SELECT 1 FROM procrastinate_workers WHERE id = ?", (worker_id,)).fetchone() is None:
+            if tx.run(q.WORKER_EXISTS, {"worker_id": worker_id}).fetchone() is None:
                 worker_id = int(self._one(tx, "register_worker")["worker_id"])
-            rows = tx.execute("SELECT r.task_id, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
-                              "ON j.id = r.job_id WHERE j.status = 'doing' AND j.worker_id = ?", (worker_id,)).fetchall()
+            rows = tx.run(q.WORKER_RUNS, {"worker_id": worker_id}).fetchall()
         asked = set(task_ids)
         return Beat(held={r[0] for r in rows if r[0] in asked}, abort={r[0] for r in rows if r[1] and r[0] in asked},
                     worker_id=worker_id, orphans={r[0] for r in rows if r[0] not in asked})
@@ -343,27 +314,22 @@ class RunQueue:
             self._all(tx, "prune_stalled_workers", seconds_since_heartbeat=self.lease_seconds)
             stalled = self._all(tx, "select_stalled_jobs_by_heartbeat", queue=None, task_name=TASK_NAME,
                                 seconds_since_heartbeat=self.lease_seconds)
-            rows = tx.execute("SELECT j.id, r.task_id, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
-                              "ON j.id = r.job_id WHERE j.id = ANY(?) AND j.status = 'doing' ORDER BY j.id "
-                              "FOR UPDATE OF j SKIP LOCKED", ([job["id"] for job in stalled],)).fetchall()
+            rows = tx.run(q.STALLED_RUNS, {"job_ids": [job["id"] for job in stalled]}).fetchall()
             taken: list[str] = []  # (not this worker's own jobs: its heartbeat was just sent, in this transaction)
             for job_id, task_id, abort in rows:  # only runs' jobs, and none another reaper holds
                 if abort:
                     self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
-                    tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', worker = NULL, finished_at = {_NOW} "
-                               "WHERE job_id = ?", (job_id,))
+                    tx.run(q.JOB_CANCELLED, {"job_id": job_id})
                 else:
                     self._one(tx, "retry_job", job_id=job_id, retry_at=None, new_priority=None, new_queue_name=None,
                               new_lock=None)
-                    tx.execute("UPDATE saber_runs SET recovering = TRUE WHERE job_id = ?", (job_id,))
+                    tx.run(q.JOB_RECOVERING, {"job_id": job_id})
                 taken.append(str(task_id))
         return taken
 
     def _held(self, tx: Tx, worker_id: int, task_id: str) -> tuple[int, Any, bool] | None:
         """(job id, request, abort requested) of ``task_id`` if ``worker_id`` holds its job, else None."""
-        row = tx.execute("SELECT j.id, r.request, j.abort_requested FROM saber_runs r JOIN procrastinate_jobs j "
-                         "ON j.id = r.job_id WHERE r.task_id = ? AND j.status = 'doing' AND j.worker_id = ? "
-                         "FOR UPDATE OF r, j", (task_id, worker_id)).fetchone()
+        row = tx.run(q.HELD, {"task_id": task_id, "worker_id": worker_id}).fetchone()
         return (int(row[0]), row[1], bool(row[2])) if row is not None else None
 
     def finish(self, worker_id: int, task_id: str, status: str, *, error: str | None = None) -> bool:
@@ -378,9 +344,8 @@ class RunQueue:
                 return False
             job_id, request, _ = held
             self._one(tx, "finish_job", job_id=job_id, status=_JOB_END[status], delete_job=False)
-            tx.execute(f"UPDATE saber_runs SET outcome = ?, error = ?, request = ?, finished_at = {_NOW}, "
-                       "recovering = FALSE WHERE task_id = ?",
-                       (status, error, json.dumps(redact_value(_json(request))), task_id))
+            tx.run(q.FINISHED, {"outcome": status, "error": error, "request": json.dumps(redact_value(_json(request))),
+                                "task_id": task_id})
             return True
 
     def fail(self, worker_id: int, task_id: str, reason: str) -> bool:
@@ -398,8 +363,7 @@ class RunQueue:
             job_id, _, abort = held
             if abort:
                 self._one(tx, "finish_job", job_id=job_id, status="aborted", delete_job=False)
-                tx.execute(f"UPDATE saber_runs SET outcome = 'cancelled', finished_at = {_NOW} WHERE task_id = ?",
-                           (task_id,))
+                tx.run(q.HANDED_BACK_CANCELLED, {"task_id": task_id})
             else:
                 self._one(tx, "retry_job", job_id=job_id, retry_at=None, new_priority=None, new_queue_name=None,
                           new_lock=None)
@@ -414,14 +378,14 @@ class RunQueue:
             if held is None:
                 return None
             job_id, request, _ = held
-            taken = tx.execute("SELECT attempts FROM saber_runs WHERE task_id = ?", (task_id,)).fetchone()[0]
+            taken = tx.run(q.ATTEMPTS, {"task_id": task_id}).fetchone()[0]
             failed_before = pjobs.Job(queue="", lock=task_id, queueing_lock=task_id, task_name=TASK_NAME,
                                       attempts=int(taken) - 1)  # all a RetryStrategy reads of a job: its attempts
             decision = RETRY.get_retry_decision(exception=RuntimeError(reason), job=failed_before)
             if decision is None:
                 self._one(tx, "finish_job", job_id=job_id, status="failed", delete_job=False)
-                tx.execute(f"UPDATE saber_runs SET outcome = 'failed', error = ?, request = ?, finished_at = {_NOW} "
-                           "WHERE task_id = ?", (reason[:2000], json.dumps(redact_value(_json(request))), task_id))
+                tx.run(q.FAILED, {"error": reason[:2000], "request": json.dumps(redact_value(_json(request))),
+                                  "task_id": task_id})
                 return "failed"
             self._one(tx, "retry_job", job_id=job_id, retry_at=decision.retry_at, new_priority=None, new_queue_name=None,
                       new_lock=None)

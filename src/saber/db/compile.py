@@ -29,6 +29,7 @@ QUERY_MODULES = (
     "saber.graph.checkpoint.queries",
     "saber.agent.memory.queries",
     "saber.rag.store.queries",
+    "saber.cluster.queries",
 )
 """Every module of Core statements (named, not imported: the stores sit in higher layers)."""
 

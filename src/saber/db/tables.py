@@ -176,3 +176,48 @@ mem_memories = sa.Table(
     sa.Column("embedder", sa.Text, nullable=False),
     sa.Column("vector", Blob, nullable=False),
 )
+
+# -- run queue (cluster) -----------------------------------------------------------------------
+# PostgreSQL only (migration 0008). procrastinate owns its tables: described are the columns the
+# queue reads (``partial``), checked to exist with their NULL rules, not all its columns.
+
+_PG_ONLY = {"dialects": ("postgresql",)}
+
+runs = sa.Table(
+    "saber_runs", metadata,
+    sa.Column("task_id", sa.Text, primary_key=True),
+    sa.Column("user_id", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("request", sa.Text, nullable=False),
+    sa.Column("enqueued_at", Real, nullable=False),
+    sa.Column("started_at", Real),
+    sa.Column("finished_at", Real),
+    sa.Column("worker", sa.Text),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("trace", sa.Text, nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Column("outcome", sa.Text),
+    sa.Column("recovering", sa.Boolean, nullable=False),
+    sa.Column("job_id", sa.BigInteger),
+    info=_PG_ONLY,
+)
+
+procrastinate_workers = sa.Table(
+    "procrastinate_workers", metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True),
+    sa.Column("last_heartbeat", postgresql.TIMESTAMP(timezone=True), nullable=False),
+    info={**_PG_ONLY, "partial": True},
+)
+
+procrastinate_jobs = sa.Table(
+    "procrastinate_jobs", metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True),
+    sa.Column("queue_name", sa.String(128), nullable=False),
+    sa.Column("task_name", sa.String(128), nullable=False),
+    sa.Column("status", postgresql.ENUM("todo", "doing", "succeeded", "failed", "cancelled", "aborting", "aborted",
+                                        name="procrastinate_job_status", create_type=False), nullable=False),
+    sa.Column("scheduled_at", postgresql.TIMESTAMP(timezone=True)),
+    sa.Column("abort_requested", sa.Boolean, nullable=False),
+    sa.Column("worker_id", sa.BigInteger, sa.ForeignKey("procrastinate_workers.id")),
+    info={**_PG_ONLY, "partial": True},
+)

@@ -34,6 +34,8 @@ def migrated(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[s
 
 
 def test_every_described_table_is_the_migrated_one(migrated: tuple[str, sa.Inspector]) -> None:
+    """A table marked with its ``dialects`` (the run queue's: PostgreSQL only) is checked on those;
+    one marked ``partial`` (procrastinate's, which the queue reads) has at least the described columns."""
     dialect, inspector = migrated
     existing = set(inspector.get_table_names())
     for table in metadata.sorted_tables:
@@ -42,7 +44,11 @@ def test_every_described_table_is_the_migrated_one(migrated: tuple[str, sa.Inspe
             continue
         assert table.name in existing, f"{table.name}: described, but no migration creates it"
         columns = {c["name"]: c for c in inspector.get_columns(table.name)}
-        assert set(columns) == {c.name for c in table.columns}, f"{table.name}: columns differ"
+        described = {c.name for c in table.columns}
+        if table.info.get("partial"):
+            assert described <= set(columns), f"{table.name}: described columns missing: {described - set(columns)}"
+        else:
+            assert set(columns) == described, f"{table.name}: columns differ"
         for column in (c for c in table.columns if not c.primary_key):  # SQLite lets a TEXT key be NULL
             assert columns[column.name]["nullable"] == column.nullable, f"{table.name}.{column.name}: NULL rule differs"
         key = inspector.get_pk_constraint(table.name)["constrained_columns"]
