@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from saber.db.compile import PerDialect
+from saber.db.statements import PerDialect
 from saber.db.tables import procrastinate_jobs, procrastinate_workers
 from saber.db.tables import runs as runs_table
 

@@ -14,7 +14,6 @@ import argparse
 import importlib
 import importlib.util
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,6 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.interfaces import BindTyping, Dialect
 from sqlalchemy.sql.base import Executable
+
+from saber.db.statements import PerDialect
 
 QUERY_MODULES = (
     "saber.approvals.queries",
@@ -34,14 +35,6 @@ QUERY_MODULES = (
 """Every module of Core statements (named, not imported: the stores sit in higher layers)."""
 
 DIALECTS = ("sqlite", "postgresql")
-
-
-@dataclass(frozen=True)
-class PerDialect:
-    """A statement written for each dialect on its own; a dialect left out has none."""
-
-    sqlite: Executable | None = None
-    postgresql: Executable | None = None
 
 
 def _dialect(name: str) -> Dialect:
@@ -145,7 +138,5 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if stale else 0
 
 
-if __name__ == "__main__":  # the queries modules import saber.db.compile, not __main__: run that one's main
-    from saber.db.compile import main as _main
-
-    raise SystemExit(_main())
+if __name__ == "__main__":
+    raise SystemExit(main())

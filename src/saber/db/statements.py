@@ -12,6 +12,7 @@ what its Core statements compile to."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,3 +29,14 @@ class Statement:
         if text is None:
             raise NotImplementedError(f"the statement {self.name} is not written for {dialect}")
         return text
+
+
+@dataclass(frozen=True)
+class PerDialect:
+    """In a ``queries`` module: a statement written for each dialect on its own (a lock, the
+    server's clock); a dialect left out has none. Holds Core statements; defined here, not in
+    ``saber.db.compile``, so that ``python -m saber.db.compile`` and the modules it compiles see
+    one class."""
+
+    sqlite: Any = None
+    postgresql: Any = None

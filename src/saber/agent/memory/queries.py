@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite
 
-from saber.db.compile import PerDialect
+from saber.db.statements import PerDialect
 from saber.db.tables import mem_history as history
 from saber.db.tables import mem_memories as memories
 from saber.db.tables import mem_preferences as preferences

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite
 
-from saber.db.compile import PerDialect
+from saber.db.statements import PerDialect
 from saber.db.tables import checkpoint_nodes as nodes
 from saber.db.tables import checkpoint_tasks as tasks
 

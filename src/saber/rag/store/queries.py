@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite
 
-from saber.db.compile import PerDialect
+from saber.db.statements import PerDialect
 from saber.db.tables import rag_chunk_removals as removals
 from saber.db.tables import rag_chunks as chunks
 from saber.db.tables import rag_document_versions as versions
