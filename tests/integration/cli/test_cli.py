@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_signals import sigint_as_in_a_terminal
 
 
 def saber(*args: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -184,7 +185,7 @@ def test_ctrl_c_does_not_wait_for_background_model_calls(tmp_path: Path) -> None
         environ = {k: v for k, v in os.environ.items() if not k.startswith("SABER_")}
         environ.update({"SABER_HOME": str(tmp_path), "SABER_LLM_MODEL": "m", "SABER_LLM_BASE_URL": url,
                         "SABER_LLM_TIMEOUT": "120", "SABER_LLM_MAX_RETRIES": "0", "SABER_SEARCH_BACKEND": "none"})
-        proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ask", "你好", "--json"], env=environ,
+        proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ask", "你好", "--json"], preexec_fn=sigint_as_in_a_terminal, env=environ,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:  # the request reached the model call

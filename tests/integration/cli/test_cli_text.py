@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_signals import sigint_as_in_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -171,7 +172,7 @@ def _start_react_task(home: Path, url: str) -> tuple[subprocess.Popen[str], str]
     proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ask", "现在几点，北京天气怎么样", "--json"],
                             env=env_for(home, SABER_WEATHER_GEOCODING_URL=url, SABER_WEATHER_FORECAST_URL=url,
                                         SABER_GRAPH_STEP_TIMEOUT="120", SABER_GRAPH_CHECKPOINT_LEASE="2"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_in_a_terminal)
     assert proc.stdout is not None
     task_id = ""
     for raw in proc.stdout:
@@ -210,7 +211,7 @@ def test_ctrl_c_in_a_command_that_does_not_catch_it_still_says_interrupted(tmp_p
                    encoding="utf-8")
     home = tmp_path / "home"
     home.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ingest", str(big)], env=env_for(home),
+    proc = subprocess.Popen([sys.executable, "-m", "saber.cli", "ingest", str(big)], preexec_fn=sigint_as_in_a_terminal, env=env_for(home),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not (home / "saber.db").exists() and proc.poll() is None and time.monotonic() < deadline:
