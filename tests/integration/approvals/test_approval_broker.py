@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from saber.approvals import ApprovalBroker, ApprovalStore
+from saber.approvals.store import Question
 from saber.db import open_database
 from saber.events import ApprovalGiven, ApprovalRequired, Event
 from saber.graph.approval import Decision
@@ -48,6 +49,34 @@ def test_a_question_is_asked_once_and_answered_once(store: ApprovalStore) -> Non
     assert store.get("t1", "n1").status == "approved"  # type: ignore[union-attr]
     assert store.ask(task_id="t1", node_id="n1", user_id="alice", tool="rm", params={}, reason="").status == "approved"
     assert store.decide("t1", "n9", approve=True, by="bob") is None and store.get("t1", "n9") is None
+
+
+def test_a_new_question_comes_back_as_asked_and_an_answer_without_a_reason_has_none(store: ApprovalStore) -> None:
+    asked = store.ask(task_id="t1", node_id="n1", user_id="alice", tool="rm", params={"path": "/tmp/x"}, reason="writes")
+    assert (asked.user_id, asked.tool, asked.reason, asked.status) == ("alice", "rm", "writes", "pending")
+    assert asked == store.get("t1", "n1"), "what ask returns is what is stored"
+    answered = store.decide("t1", "n1", approve=True, by="bob")
+    assert answered is not None and answered.decision_reason == ""
+
+
+def test_questions_asked_at_once_from_many_threads_are_one_question(tmp_path: Path) -> None:
+    """Each ask reads, then writes: on SQLite it takes the write lock first, or a thread whose read
+    was overtaken by another's insert fails ("database is locked") instead of finding that question."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    db = open_database(tmp_path / "saber.db", pool_size=8)
+    try:
+        store = ApprovalStore(db)
+        for node in (f"n{i}" for i in range(5)):
+            def ask_as(i: int, node: str = node) -> Question:
+                return store.ask(task_id="t", node_id=node, user_id=f"u{i}", tool="rm", params={"i": i}, reason=f"r{i}")
+
+            with ThreadPoolExecutor(8) as pool:
+                asked = list(pool.map(ask_as, range(8)))
+            assert len({(q.user_id, q.reason) for q in asked}) == 1, "every thread got the one question"
+            assert [q.status for q in asked] == ["pending"] * 8
+    finally:
+        db.close()
 
 
 def test_a_denial_is_recorded_as_denied(store: ApprovalStore) -> None:
