@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from graph_testkit import Recorder, fn_tool, until
 
-from saber.events import Event
+from saber.events import ApprovalRequired, Event
 from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus
 from saber.graph.approval import Decision, approving_with
 from saber.tools import Tool
@@ -33,12 +33,13 @@ class Gate:
         self.answer.set()
 
     def reason_for(self, tool: Tool, args: Mapping[str, Any]) -> str | None:
-        return f"{tool.name} changes files" if tool.name in self.guarded else None
+        return f"{tool.name} changes {args.get('path')}" if tool.name in self.guarded else None
 
     async def request(self, *, task_id: str, node_id: str, tool: str, params: Mapping[str, Any], reason: str,
                       emit: Callable[[Event], Awaitable[None]]) -> Decision:
         self.asked.append({"task_id": task_id, "node_id": node_id, "tool": tool, "params": dict(params),
                            "reason": reason})
+        await emit(ApprovalRequired(task_id=task_id, node_id=node_id, tool=tool, params=dict(params), reason=reason))
         self.waiting.set()
         await self.answer.wait()
         return self.decision
@@ -61,12 +62,16 @@ async def test_the_gate_is_asked_with_the_call_as_it_will_run_and_an_approved_ca
     gate = Gate(Decision(approved=True, by="alice"))
     nodes = [Node(id="find", tool="read"), Node(id="n", tool="count"),
              Node(id="save", tool="write", params={"path": "out/${find}", "count": "${n}"}, depends_on=["find", "n"])]
+    rec = Recorder()
     with approving_with(gate):
-        result = await GraphRuntime(nodes, tools(calls), GraphConfig(), task_id="task-7").run()
+        result = await GraphRuntime(nodes, tools(calls), GraphConfig(), rec, task_id="task-7").run()
     assert result.status == "done" and result.nodes["save"].result == "written"
     assert gate.asked == [{"task_id": "task-7", "node_id": "save", "tool": "write",
-                           "params": {"path": "out/notes.txt", "count": 3}, "reason": "write changes files"}]
+                           "params": {"path": "out/notes.txt", "count": 3}, "reason": "write changes out/notes.txt"}]
     assert ("write", {"path": "out/notes.txt", "count": 3}) in calls
+    asked = rec.of("approval_required")
+    assert [(e.node_id, e.reason) for e in asked] == [("save", "write changes out/notes.txt")]  # type: ignore[attr-defined]
+    assert rec.index("approval_required", node_id="save") < rec.index("node_start", id="save")
 
 
 async def test_a_denied_call_fails_its_node_without_running_and_its_dependents_are_skipped() -> None:
@@ -97,10 +102,11 @@ async def test_calls_that_need_no_approval_or_do_not_validate_are_not_asked_abou
     calls: list[tuple[str, dict[str, Any]]] = []
     gate = Gate(Decision(approved=False, by="bob"))
     nodes = [Node(id="r", tool="read", params={"path": "a"}),
-             Node(id="bad", tool="write", params={"count": "many"})]
+             Node(id="bad", tool="write", params={"count": "many"}), Node(id="gone", tool="delete")]
     with approving_with(gate):
         result = await GraphRuntime(nodes, tools(calls), GraphConfig()).run()
     assert result.nodes["r"].status is NodeStatus.DONE
+    assert (result.nodes["gone"].error or "").startswith("unknown tool: delete")
     bad = result.nodes["bad"]
     assert bad.status is NodeStatus.FAILED and "count" in (bad.error or "") and "denied" not in (bad.error or "")
     assert gate.asked == [], "a call that fails its own validation is left to fail with the usual message"

@@ -1,18 +1,23 @@
 """Running nodes (``saber.graph.execute``) where mutation testing (``python bench/mutation.py
 graph-execute``) found it unchecked: a race whose bookkeeping crashed leaves its group free for
 a member written later, a big result from an async tool cut to the limit, a sync callable that hands back a
-coroutine."""
+coroutine, a stuck tool's own time limit, what each attempt announces, the time a refused call waited."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import threading
+import time
 from typing import Any
 
 import pytest
 from graph_testkit import Recorder, fn_tool, until
 
-from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus
+from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, execute
+from saber.graph.approval import Decision, approving_with
 from saber.graph.races import Race
+from saber.tools import ToolError
 
 CRASH = "internal error: RuntimeError('race bookkeeping bug')"
 
@@ -57,3 +62,67 @@ async def test_a_sync_callable_that_returns_a_coroutine_gives_the_coroutines_res
     assert tool.is_sync
     result = await GraphRuntime([Node(id="n1", tool="lookup")], {"lookup": tool}, GraphConfig()).run()
     assert result.nodes["n1"].status is NodeStatus.DONE and result.nodes["n1"].result == {"city": "Lyon"}
+
+
+async def test_a_stuck_sync_tool_with_its_own_time_limit_is_stopped_after_the_grace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(execute, "OWN_TIMEOUT_GRACE", 0.05)  # 5 s in real use
+    unblock = threading.Event()
+
+    def stuck(args: dict[str, Any]) -> str:  # ignores its own limit
+        unblock.wait(60)
+        return "late"
+
+    limited = dataclasses.replace(fn_tool("stuck", stuck), timeout=0.01)
+    try:
+        result = await GraphRuntime([Node(id="n1", tool="stuck")], {"stuck": limited},
+                                    GraphConfig(step_timeout=0.01, max_attempts=1)).run()
+    finally:
+        unblock.set()
+    assert result.nodes["n1"].status is NodeStatus.FAILED
+    assert result.nodes["n1"].error == "timed out after 60 ms", "its own limit plus the grace, not the step timeout"
+
+
+async def test_every_attempt_announces_its_node_tool_and_number() -> None:
+    failures = [ToolError("busy", retryable=True)]
+
+    async def flaky(args: dict[str, Any]) -> str:
+        if failures:
+            raise failures.pop()
+        return "ok"
+
+    rec = Recorder()
+    await GraphRuntime([Node(id="n1", tool="flaky")], {"flaky": fn_tool("flaky", flaky)},
+                       GraphConfig(retry_delay=0), rec).run()
+    assert [(e.id, e.tool, e.attempt) for e in rec.of("node_start")] == [  # type: ignore[attr-defined]
+        ("n1", "flaky", 1), ("n1", "flaky", 2)]
+
+
+async def test_a_refused_call_reports_the_time_it_waited_for_its_answer() -> None:
+    answered = asyncio.Event()
+    waited: list[float] = []
+
+    class Gate:
+        def reason_for(self, tool: Any, args: Any) -> str | None:
+            return "asks" if tool.name == "guarded" else None
+
+        async def request(self, **kwargs: Any) -> Decision:
+            asked = time.perf_counter()
+            await answered.wait()
+            waited.append(time.perf_counter() - asked)
+            return Decision(approved=False, by="bob")
+
+    rec = Recorder()
+    other_done = rec.seen("node_done", id="other")
+    nodes = [Node(id="ask", tool="guarded"), Node(id="other", tool="t")]
+    tools = {"guarded": fn_tool("guarded", lambda a: "ok"), "t": fn_tool("t", lambda a: "ok")}
+    with approving_with(Gate()):
+        before = time.perf_counter()
+        run = asyncio.create_task(GraphRuntime(nodes, tools, on_event=rec).run())
+        await until(other_done, run)
+        answered.set()
+        result = await run
+        elapsed = time.perf_counter() - before
+    ask = result.nodes["ask"]
+    assert ask.status is NodeStatus.FAILED and ask.error == "denied by the user"
+    assert ask.duration_ms is not None and waited[0] * 1000 <= ask.duration_ms <= elapsed * 1000
