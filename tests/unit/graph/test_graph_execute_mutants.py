@@ -126,3 +126,50 @@ async def test_a_refused_call_reports_the_time_it_waited_for_its_answer() -> Non
     ask = result.nodes["ask"]
     assert ask.status is NodeStatus.FAILED and ask.error == "denied by the user"
     assert ask.duration_ms is not None and waited[0] * 1000 <= ask.duration_ms <= elapsed * 1000
+
+
+async def test_a_retry_is_announced_as_a_thought_naming_the_node_the_failure_and_the_wait() -> None:
+    failures = [ToolError("busy", retryable=True)]
+
+    async def flaky(args: dict[str, Any]) -> str:
+        if failures:
+            raise failures.pop()
+        return "ok"
+
+    rec = Recorder()
+    await GraphRuntime([Node(id="n1", tool="flaky")], {"flaky": fn_tool("flaky", flaky)},
+                       GraphConfig(retry_delay=0.002, retry_jitter=0.0), rec).run()
+    thoughts = [e for e in rec.of("step") if e.kind not in ("action", "observation")]  # type: ignore[attr-defined]
+    assert [(e.kind, e.node_id, e.tool, e.content) for e in thoughts] == [  # type: ignore[attr-defined]
+        ("thought", "n1", "flaky", "n1 attempt 1 failed: busy; retrying in 2 ms")]
+    assert rec.events.index(thoughts[0]) < rec.index("node_start", attempt=2)
+
+
+@pytest.mark.parametrize("outcome", ["done", "failed"])
+async def test_a_nodes_duration_covers_its_call_and_no_more(outcome: str) -> None:
+    release = asyncio.Event()
+    spans: list[float] = []
+
+    async def work(args: dict[str, Any]) -> str:
+        began = time.perf_counter()
+        await release.wait()
+        spans.append(time.perf_counter() - began)
+        if outcome == "failed":
+            raise ToolError("refused", retryable=False)
+        return "ok"
+
+    rec = Recorder()
+    other_done = rec.seen("node_done", id="other")
+    tools = {"work": fn_tool("work", work), "t": fn_tool("t", lambda a: "ok")}
+    before = time.perf_counter()
+    run = asyncio.create_task(GraphRuntime([Node(id="n1", tool="work"), Node(id="other", tool="t")], tools,
+                                           on_event=rec).run())
+    await until(other_done, run)
+    release.set()
+    result = await run
+    elapsed = time.perf_counter() - before
+    node = result.nodes["n1"]
+    assert node.status.value == outcome
+    assert node.duration_ms is not None and spans[0] * 1000 <= node.duration_ms <= elapsed * 1000
+    done = [e for e in rec.of("node_done") if e.id == "n1"]  # type: ignore[attr-defined]
+    assert done[0].duration_ms == node.duration_ms  # type: ignore[attr-defined]
