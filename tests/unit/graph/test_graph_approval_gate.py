@@ -90,6 +90,15 @@ async def test_a_denied_call_fails_its_node_without_running_and_its_dependents_a
     assert len(gate.asked) == 1, "a denial is not retried"
 
 
+async def test_a_call_without_dependencies_is_asked_about_with_its_text_unchanged() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    gate = Gate(Decision(approved=True, by="alice"))
+    with approving_with(gate):
+        result = await GraphRuntime([Node(id="save", tool="write", params={"path": "${HOME}/x"})], tools(calls)).run()
+    assert result.nodes["save"].status is NodeStatus.DONE
+    assert [a["params"] for a in gate.asked] == [{"path": "${HOME}/x"}] and calls == [("write", {"path": "${HOME}/x"})]
+
+
 async def test_no_answer_in_time_fails_the_node_saying_so() -> None:
     calls: list[tuple[str, dict[str, Any]]] = []
     gate = Gate(Decision(approved=False, by="timeout"))

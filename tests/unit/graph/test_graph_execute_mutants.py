@@ -173,3 +173,11 @@ async def test_a_nodes_duration_covers_its_call_and_no_more(outcome: str) -> Non
     assert node.duration_ms is not None and spans[0] * 1000 <= node.duration_ms <= elapsed * 1000
     done = [e for e in rec.of("node_done") if e.id == "n1"]  # type: ignore[attr-defined]
     assert done[0].duration_ms == node.duration_ms  # type: ignore[attr-defined]
+
+
+async def test_a_node_without_dependencies_gets_dollar_braces_text_unchanged() -> None:
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+    shell = fn_tool("shell", lambda args: args["command"], schema)
+    result = await GraphRuntime([Node(id="n1", tool="shell", params={"command": "echo ${HOME}"})],
+                                {"shell": shell}).run()
+    assert result.nodes["n1"].status is NodeStatus.DONE and result.nodes["n1"].result == "echo ${HOME}"
