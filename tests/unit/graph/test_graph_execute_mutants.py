@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from graph_testkit import Recorder, fn_tool, until
 
-from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, execute
+from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, SubAgentTask, execute
 from saber.graph.approval import Decision, approving_with
 from saber.graph.races import Race
 from saber.tools import ToolError
@@ -181,3 +181,35 @@ async def test_a_node_without_dependencies_gets_dollar_braces_text_unchanged() -
     result = await GraphRuntime([Node(id="n1", tool="shell", params={"command": "echo ${HOME}"})],
                                 {"shell": shell}).run()
     assert result.nodes["n1"].status is NodeStatus.DONE and result.nodes["n1"].result == "echo ${HOME}"
+
+
+async def test_a_sub_agent_is_told_its_name_and_attempt_and_announced_as_an_action() -> None:
+    seen: list[SubAgentTask] = []
+
+    class Writer:
+        async def run(self, task: SubAgentTask) -> Any:
+            seen.append(task)
+            if task.attempt == 1:
+                raise ToolError("model overloaded", retryable=True)
+            return "written"
+
+    nodes = [Node(id="w", type="sub_agent", agent="writer", goal="write the summary", params={"words": 50}),
+             Node(id="bare", type="sub_agent", agent="writer")]
+    rec = Recorder()
+    result = await GraphRuntime(nodes, {}, GraphConfig(retry_delay=0), rec, agents={"writer": Writer()},
+                                task_id="t-2").run()
+    assert result.nodes["w"].result == "written" and result.nodes["w"].attempts == 2
+    mine = [t for t in seen if t.node_id == "w"]
+    assert [(t.agent, t.attempt, t.task_id, dict(t.params)) for t in mine] == [
+        ("writer", 1, "t-2", {"words": 50}), ("writer", 2, "t-2", {"words": 50})]
+    actions = [(e.node_id, e.kind, e.content, e.tool, e.params)  # type: ignore[attr-defined]
+               for e in rec.of("step") if e.kind == "action"]  # type: ignore[attr-defined]
+    assert actions.count(("w", "action", "write the summary", "writer", {"words": 50})) == 2
+    assert ("bare", "action", "writer", "writer", {}) in actions, "without a goal, the action names the agent"
+
+
+@pytest.mark.parametrize("agents, known", [({}, "none"), ({"writer": None, "critic": None}, "critic, writer")])
+async def test_an_unknown_agent_fails_at_once_naming_the_known_ones(agents: dict[str, Any], known: str) -> None:
+    result = await GraphRuntime([Node(id="g", type="sub_agent", agent="ghost")], {}, GraphConfig(max_attempts=3),
+                                agents=agents).run()
+    assert result.nodes["g"].error == f"unknown agent: ghost (known: {known})" and result.nodes["g"].attempts == 1
