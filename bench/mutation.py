@@ -108,12 +108,12 @@ GROUPS: dict[str, Group] = {
         modules=("src/saber/graph/retry.py", "src/saber/graph/races.py", "src/saber/graph/attempts.py",
                  "src/saber/graph/state.py"),
         tests=("tests/unit/graph",),
-        test_timeout=30,
+        test_timeout=15,
     ),
     "graph-execute": Group(
         modules=("src/saber/graph/execute.py",),
         tests=("tests/unit/graph",),
-        test_timeout=30,
+        test_timeout=15,
     ),
     "redaction": Group(
         modules=("src/saber/redact.py",),
