@@ -213,3 +213,14 @@ async def test_an_unknown_agent_fails_at_once_naming_the_known_ones(agents: dict
     result = await GraphRuntime([Node(id="g", type="sub_agent", agent="ghost")], {}, GraphConfig(max_attempts=3),
                                 agents=agents).run()
     assert result.nodes["g"].error == f"unknown agent: ghost (known: {known})" and result.nodes["g"].attempts == 1
+
+
+async def test_a_tool_call_is_announced_as_an_action_with_its_checked_arguments() -> None:
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}}
+    rec = Recorder()
+    await GraphRuntime([Node(id="n1", tool="count", params={"count": "3"})],
+                       {"count": fn_tool("count", lambda a: a["count"] + 1, schema)}, GraphConfig(), rec).run()
+    actions = [(e.kind, e.node_id, e.content, e.tool, e.params)  # type: ignore[attr-defined]
+               for e in rec.of("step") if e.kind == "action"]  # type: ignore[attr-defined]
+    assert actions == [("action", "n1", "count", "count", {"count": 3})]
+    assert rec.index("step", node_id="n1") < rec.index("node_done", id="n1")
