@@ -5,6 +5,7 @@ race losers, fresh copies on a replan, and the checks of race groups."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -71,6 +72,11 @@ def test_an_observation_is_the_text_itself_or_readable_json() -> None:
     result = {"city": "Zürich", "temp": 21}
     text = observation(result)
     assert json.loads(text) == result and "Zürich" in text  # not \u-escaped
+
+
+def test_an_observation_writes_an_object_json_does_not_know_as_its_text() -> None:
+    # a tool's result keeps such objects (tool_output encodes them with str, so they are safe)
+    assert observation({"tags": {"x"}, "when": datetime.date(2026, 12, 4)}) == '{"tags": "{\'x\'}", "when": "2026-12-04"}'
 
 
 def test_an_observation_of_a_result_json_cannot_encode_falls_back_to_its_json_safe_copy() -> None:
