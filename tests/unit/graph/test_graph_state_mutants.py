@@ -326,3 +326,14 @@ def test_cancelling_the_rest_says_which_nodes_were_running() -> None:
         NodeDone(id="n1", tool="a", status="cancelled", duration_ms=0.0, attempts=2, error="cancelled while running"),
         NodeDone(id="n2", tool="b", status="cancelled", duration_ms=0.0, attempts=0, error="cancelled"),
     ]
+
+
+def test_race_members_above_a_deep_lattice_of_dependencies_are_checked_without_walking_every_path() -> None:
+    # 40 layers of two nodes, each depending on both below: 2**40 paths down from the race members
+    nodes = [Node(id="a0", tool="t"), Node(id="b0", tool="t")]
+    for i in range(1, 40):
+        below = [f"a{i - 1}", f"b{i - 1}"]
+        nodes += [Node(id=f"a{i}", tool="t", depends_on=below), Node(id=f"b{i}", tool="t", depends_on=below)]
+    nodes += [Node(id=f"r{k}", tool="t", race_group="g", depends_on=["a39", "b39"]) for k in (1, 2)]
+    state = GraphState(TaskGraph(nodes), GraphConfig())
+    assert launched(state.settle([], [])) == [(None, ["a0"]), (None, ["b0"])]
