@@ -136,6 +136,7 @@ class GraphState:
                 del self.graph.nodes[node.id]
                 for dep in node.depends_on:
                     self._dependents[dep].remove(node.id)
+            for node in fresh:  # once every link is gone: a fresh node may depend on an earlier one
                 self._dependents.pop(node.id, None)
                 self._waiting.pop(node.id, None)
             self._groups = groups_before

@@ -148,3 +148,28 @@ async def test_an_event_emitted_outside_any_attempt_while_the_run_goes_on_is_del
     assert result.status == "done"
     assert [e.query for e in seen if isinstance(e, RagResult)] == ["from a listener"]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_an_event_emitted_outside_any_attempt_after_the_run_is_dropped_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger=ATTEMPTS_LOG)
+    run_over = asyncio.Event()
+    later: list[asyncio.Task[None]] = []
+    seen: list[Event] = []
+
+    async def after_the_run() -> None:
+        await run_over.wait()
+        emit(RagResult(query="too late", hits=[]))
+
+    def listener(event: Event) -> None:  # its task runs in the run's context, outside any attempt
+        seen.append(event)
+        if event.type == "node_start":
+            later.append(asyncio.create_task(after_the_run()))
+
+    result = await GraphRuntime([Node(id="n1", tool="s")], {"s": fn_tool("s", lambda args: "ok")}, GraphConfig(),
+                                on_event=listener).run()
+    assert result.status == "done"
+    run_over.set()
+    await later[0]  # no error reaches the emitter
+    assert [e for e in seen if isinstance(e, RagResult)] == []
+    assert attempt_log(caplog) == ["dropped rag_result event from a tool: it is over"]

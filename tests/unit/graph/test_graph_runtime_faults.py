@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import stamina
 from graph_testkit import Recorder, fn_tool
 
 from saber.graph import GraphConfig, GraphRuntime, Node, NodeStatus, SQLiteCheckpointStore
@@ -142,7 +143,8 @@ async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_
     calls, tools, chain = _recorded_chain()
     store = FailingStore(tmp_path / "cp.db", ok_writes=1, failures=3, outage_seconds=30)
     rec = Recorder()
-    result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
+    with stamina.set_testing(True, attempts=10):  # the waits between tries skipped, not the tries
+        result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
     assert store.failed == 3, "the write was tried again until the store was back"
     assert result.status == "done" and result.stopped is None
     assert calls == ["n1", "n2", "n3", "n4"], "no step ran twice, none was skipped"
@@ -154,9 +156,10 @@ async def test_a_checkpoint_outage_pauses_the_run_and_it_goes_on_when_the_store_
 
 async def test_a_failed_checkpoint_write_stops_the_run_resumably(tmp_path: Path) -> None:
     calls, tools, chain = _recorded_chain()
-    store = FailingStore(tmp_path / "cp.db", ok_writes=1)  # down for longer than the run waits (0.3 s)
+    store = FailingStore(tmp_path / "cp.db", ok_writes=1)  # down for longer than the run waits
     rec = Recorder()
-    result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
+    with stamina.set_testing(True, attempts=3):  # the run tries 3 times (no wait between), not for 0.3 s
+        result = await GraphRuntime(chain, tools, GraphConfig(), rec, checkpoint=store, task_id="t1").run()
     assert calls == ["n1", "n2"], "no node starts after a checkpoint write failed"
     assert result.status == "cancelled" and result.stopped == "a checkpoint write failed"
     assert any("checkpoint failed: disk I/O error" in e.data["message"] for e in rec.of("error"))

@@ -236,3 +236,17 @@ async def test_a_failure_while_the_plan_streams_is_replanned_once_the_plan_is_co
     assert {n: result.nodes[n].status for n in ("n1", "n2", "n3")} == {
         "n1": NodeStatus.FAILED, "n2": NodeStatus.DONE, "n3": NodeStatus.DONE}
     assert not [e for e in events.events if isinstance(e, Error)]
+
+
+async def test_a_streamed_race_group_whose_member_waits_on_another_is_rejected_and_the_plan_goes_on() -> None:
+    events = Recorder()
+    runtime = GraphRuntime([], {"t": fn_tool("t", lambda args: "ok")}, on_event=events)
+    runtime.open_feed()
+    run = asyncio.create_task(runtime.run())
+    runtime.add_nodes([Node(id="a", tool="t", race_group="g"), Node(id="b", tool="t", race_group="g", depends_on=["a"])])
+    runtime.add_nodes([Node(id="c", tool="t")])
+    runtime.close_feed()
+    result = await run
+    assert sorted(result.nodes) == ["c"] and result.nodes["c"].status is NodeStatus.DONE
+    assert [e.message for e in events.of("error")] == [  # type: ignore[attr-defined]
+        "streamed node(s) a, b rejected: race group 'g': b depends on a of the same group"]

@@ -241,3 +241,24 @@ def test_connection_errors_of_common_client_libraries_are_retryable() -> None:
     ]
     assert [classify(e).retryable for e in retryable] == [True] * len(retryable)
     assert [classify(e).retryable for e in not_retryable] == [False] * len(not_retryable)
+
+
+async def test_a_replan_rejected_for_a_member_waiting_on_its_own_group_leaves_the_run_whole() -> None:
+    asks: list[str] = []
+
+    async def replanner(request: ReplanRequest) -> Sequence[Node]:
+        asks.append(request.reason)
+        if len(asks) == 1:
+            return [Node(id="r1", tool="t", race_group="g"), Node(id="r2", tool="t", race_group="g", depends_on=["r1"])]
+        return [Node(id="r1", tool="t"), Node(id="after", tool="t", depends_on=["r1"])]  # the ids are free again
+
+    async def bad(args: dict[str, Any]) -> str:
+        raise ToolError("down", retryable=False)
+
+    rec = Recorder()
+    result = await GraphRuntime([Node(id="n1", tool="bad")], {**TOOLS, "bad": fn_tool("bad", bad)},
+                                GraphConfig(max_replan=2, on_failure="continue"), on_event=rec, replanner=replanner).run()
+    errors = [e.message for e in rec.of("error")]  # type: ignore[attr-defined]
+    assert errors[0] == "replan rejected: race group 'g': r2 depends on r1 of the same group"
+    assert sorted(result.nodes) == ["after", "n1", "r1"]
+    assert result.nodes["after"].status is NodeStatus.DONE and result.nodes["r1"].status is NodeStatus.DONE

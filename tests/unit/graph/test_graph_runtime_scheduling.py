@@ -119,23 +119,24 @@ async def test_sub_agents_get_goal_params_and_upstream_mapping() -> None:
 
 async def test_sub_agents_have_their_own_longer_timeout() -> None:
     gate = Gate("wait")
+    rec = Recorder()
+    tool_failed = rec.seen("node_done", id="tool")
 
     class Slow:
         async def run(self, task: SubAgentTask) -> Any:
-            await gate.started_event("tool").wait()  # outlives the tool, which times out
-            await asyncio.sleep(0)
+            await tool_failed.wait()  # outlives both attempts of the tool, each timed out
             return "agent finished"
 
     graph = TaskGraph([
         Node(id="tool", tool="wait", params={"key": "tool"}),
         Node(id="agent", type="sub_agent", agent="slow", goal="g"),
     ])
-    config = GraphConfig(step_timeout=0.02, sub_agent_timeout=60, max_attempts=1)
-    result = await GraphRuntime(graph, {"wait": gate.tool()}, config, agents={"slow": Slow()}).run()
+    config = GraphConfig(step_timeout=0.02, sub_agent_timeout=60, max_attempts=2, retry_delay=0)
+    result = await GraphRuntime(graph, {"wait": gate.tool()}, config, rec, agents={"slow": Slow()}).run()
     assert result.nodes["tool"].status is NodeStatus.FAILED
-    assert result.nodes["tool"].error == "timed out after 20 ms"
-    assert gate.cancelled == ["tool"]
-    assert result.nodes["agent"].result == "agent finished"
+    assert result.nodes["tool"].error == "timed out after 20 ms" and result.nodes["tool"].attempts == 2
+    assert gate.cancelled == ["tool", "tool"]
+    assert result.nodes["agent"].result == "agent finished" and result.nodes["agent"].attempts == 1
 
 
 async def test_a_sync_tool_is_abandoned_at_its_timeout() -> None:

@@ -5,6 +5,7 @@ race losers, fresh copies on a replan, and the checks of race groups."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -71,6 +72,11 @@ def test_an_observation_is_the_text_itself_or_readable_json() -> None:
     result = {"city": "Zürich", "temp": 21}
     text = observation(result)
     assert json.loads(text) == result and "Zürich" in text  # not \u-escaped
+
+
+def test_an_observation_writes_an_object_json_does_not_know_as_its_text() -> None:
+    # a tool's result keeps such objects (tool_output encodes them with str, so they are safe)
+    assert observation({"tags": {"x"}, "when": datetime.date(2026, 12, 4)}) == '{"tags": "{\'x\'}", "when": "2026-12-04"}'
 
 
 def test_an_observation_of_a_result_json_cannot_encode_falls_back_to_its_json_safe_copy() -> None:
@@ -320,3 +326,14 @@ def test_cancelling_the_rest_says_which_nodes_were_running() -> None:
         NodeDone(id="n1", tool="a", status="cancelled", duration_ms=0.0, attempts=2, error="cancelled while running"),
         NodeDone(id="n2", tool="b", status="cancelled", duration_ms=0.0, attempts=0, error="cancelled"),
     ]
+
+
+def test_race_members_above_a_deep_lattice_of_dependencies_are_checked_without_walking_every_path() -> None:
+    # 40 layers of two nodes, each depending on both below: 2**40 paths down from the race members
+    nodes = [Node(id="a0", tool="t"), Node(id="b0", tool="t")]
+    for i in range(1, 40):
+        below = [f"a{i - 1}", f"b{i - 1}"]
+        nodes += [Node(id=f"a{i}", tool="t", depends_on=below), Node(id=f"b{i}", tool="t", depends_on=below)]
+    nodes += [Node(id=f"r{k}", tool="t", race_group="g", depends_on=["a39", "b39"]) for k in (1, 2)]
+    state = GraphState(TaskGraph(nodes), GraphConfig())
+    assert launched(state.settle([], [])) == [(None, ["a0"]), (None, ["b0"])]
