@@ -181,3 +181,101 @@ def test_a_refusal_names_the_option_or_operand_exactly(argv: list[str], reason: 
 ])
 def test_operands_and_a_bare_double_dash_are_not_taken_for_refused_options(argv: list[str]) -> None:
     assert ALLOW.check(argv).reason is None
+
+
+# -- the list itself: what is skipped and why, what is warned about, what the model is told ----
+
+
+def test_an_empty_command_asks_with_its_reason() -> None:
+    for argv in ([], [""]):
+        verdict = ALLOW.check(argv)
+        assert (verdict.reason, verdict.argv) == ("the command is empty", argv)
+
+
+def test_a_refused_command_runs_as_given_once_approved(tmp_path: Path) -> None:
+    """A person who approves a refused command approves the argv they saw: it runs unchanged."""
+    other = shutil.which("id")
+    assert other is not None
+    not_ls = tmp_path / "bin" / "ls"
+    not_ls.parent.mkdir()
+    not_ls.symlink_to(other)
+    prefixed = AllowList(["ls -l"], workspace=[WORKSPACE])
+    for allow, argv in ((ALLOW, [str(not_ls), "-l"]), (ALLOW, ["find", ".", "-delete"]), (prefixed, ["ls", "-R"]),
+                        (ALLOW, ["rm", "x"]), (ALLOW, ["./ls"])):
+        verdict = allow.check(argv)
+        assert verdict.reason is not None and verdict.argv == argv
+
+
+def test_every_skipped_entry_is_named_with_the_reason(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    planted = workspace / "tool"
+    planted.write_text("#!/bin/sh\n", encoding="utf-8")
+    planted.chmod(0o755)
+    into_workspace = tmp_path / "link-to-workspace"
+    into_workspace.symlink_to(planted)
+    not_executable = tmp_path / "notes.txt"
+    not_executable.write_text("hello\n", encoding="utf-8")
+    allow = AllowList(["", "'unclosed", "./ls", "bin/ls", "no-such-program-here", str(not_executable), str(tmp_path),
+                       str(planted), str(into_workspace), "/usr/bin/ls"], workspace=[workspace])
+    assert allow.skipped == [
+        "'': not a command",
+        "\"'unclosed\": not a command",
+        "./ls: a relative path; name a program, or give its absolute path",
+        "bin/ls: a relative path; name a program, or give its absolute path",
+        "no-such-program-here: no such program on /usr/local/bin:/usr/bin:/bin",
+        f"{not_executable}: no such program on /usr/local/bin:/usr/bin:/bin",
+        f"{tmp_path}: no such program on /usr/local/bin:/usr/bin:/bin",
+        f"{planted}: {planted} is in the workspace, not a program of the system",
+        f"{into_workspace}: {into_workspace} is in the workspace, not a program of the system",
+    ]
+    assert allow.check(["/usr/bin/ls", "-l"]) == ALLOW.check(["/usr/bin/ls", "-l"])
+    assert allow.check(["ls"]).reason is None and allow.check(["ls"]).argv == ["/usr/bin/ls"]
+
+
+def test_a_program_found_only_outside_the_sandbox_path_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saber's own PATH may hold folders the sandbox does not: a name is looked up as the sandbox will."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    mine = bin_dir / "my-reader"
+    mine.write_text("#!/bin/sh\n", encoding="utf-8")
+    mine.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    allow = AllowList(["my-reader", "ls"], workspace=[tmp_path / "workspace"])
+    assert allow.skipped == ["my-reader: no such program on /usr/local/bin:/usr/bin:/bin"]
+    assert allow.check(["my-reader"]).reason == "my-reader is not on the allow-list"
+    own = AllowList(["my-reader"], workspace=[tmp_path / "workspace"], search_path=str(bin_dir))
+    assert own.skipped == [] and own.check(["my-reader"]).argv == [str(mine)]
+
+
+def test_listing_a_program_that_runs_programs_is_warned_about(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    shell = shutil.which("sh")
+    assert shell is not None
+    renamed = tmp_path / "bin" / "lister"  # a harmless name for a shell
+    renamed.parent.mkdir()
+    renamed.symlink_to(shell)
+    with caplog.at_level("WARNING", logger="saber.tools.system.allowlist"):
+        allow = AllowList(["ls", "python3", str(renamed)], workspace=[tmp_path / "workspace"])
+    assert list(allow.programs) == ["ls", "python3", "lister"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "exec.allow lists python3, which runs programs: each of its commands runs without asking",
+        f"exec.allow lists {renamed}, which runs programs: each of its commands runs without asking",
+    ]
+
+
+def test_the_model_is_told_what_runs_without_asking(tmp_path: Path) -> None:
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(allow=("ls", "git status", "grep")))
+    assert "Runs without asking: ls, git status, grep (not with options" in tool.description
+    nothing = exec_tool(Workspace([tmp_path]), CommandPolicy(allow=()))
+    assert "Runs without asking: nothing (not with options" in nothing.description
+
+
+def test_a_long_option_of_one_letter_is_named_as_given() -> None:
+    assert ALLOW.check(["sort", "--o", "x"]).reason == "sort with --o: it may write, delete or run a program"
+
+
+def test_a_path_outside_the_workspace_that_only_starts_like_it_is_not_taken_for_it() -> None:
+    allow = AllowList(DEFAULT_ALLOW, workspace=[Path("/srv/w")])
+    ls = allow.programs["ls"].path
+    assert allow.check(["/Xsrv/w/ls"]).reason == f"/Xsrv/w/ls is not {ls}, the ls on the allow-list"
+    assert allow.check(["/srv/w/ls"]).reason == "/srv/w/ls is a file in the workspace, not a program of the system"
