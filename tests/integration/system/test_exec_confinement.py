@@ -21,7 +21,7 @@ from saber.tools import ToolArgumentError
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
 from saber.tools.system.commands import render
-from saber.tools.system.sandbox import NOBODY, Limits, Outcome, sandbox_uid
+from saber.tools.system.sandbox import NOBODY, Confinement, Limits, Outcome, run_confined, sandbox_uid
 
 pytestmark = pytest.mark.slow
 
@@ -310,8 +310,9 @@ async def test_output_that_is_not_utf8_comes_back_with_replacement_characters(ho
     assert out == {"exit_code": 0, "stdout": "caf\ufffd\n", "stderr": "\ufffd"}
 
 
-async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path) -> None:
-    tool = exec_for(home)
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path, sandbox: str) -> None:
+    tool = exec_for(home, exec={"sandbox": sandbox})
     marker = f"{os.getpid()}.{uuid.uuid4().int % 10**9}"  # this run's own: ps lists every process of the host
     run = asyncio.create_task(tool.run({"command": ["sh", "-c", f"sleep {marker} & touch started; wait"]}))
     while "started" not in await asyncio.to_thread(
@@ -334,3 +335,15 @@ async def test_a_read_only_workspace_is_read_only_even_where_its_files_allow_wri
     out = await tool.run({"command": ["sh", "-c", "echo x > /workspace/x.txt"]})
     assert out["exit_code"] != 0 and "Read-only file system" in out["stderr"]
     assert not (home / "workspace" / "x.txt").exists()
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_a_working_folder_gone_before_the_command_starts_is_named(tmp_path: Path, sandbox: bool) -> None:
+    """The folder checked by exec_command may be removed before the command starts: the error names
+    the folder, not the command."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    gone = workspace / "gone"
+    box = Confinement(workspace=workspace) if sandbox else None
+    out = await run_confined(["ls"], box, cwd=gone)
+    assert out == Outcome(exit_code=127, stdout="", stderr=f"cannot run in {gone}: no such folder")
