@@ -10,6 +10,9 @@ import json
 import os
 import pwd
 import shutil
+import subprocess
+import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -347,3 +350,73 @@ async def test_a_working_folder_gone_before_the_command_starts_is_named(tmp_path
     box = Confinement(workspace=workspace) if sandbox else None
     out = await run_confined(["ls"], box, cwd=gone)
     assert out == Outcome(exit_code=127, stdout="", stderr=f"cannot run in {gone}: no such folder")
+
+
+AS_ANOTHER_USER = """
+import asyncio, json, sys
+from pathlib import Path
+from saber.tools.system.sandbox import Confinement, Limits, run_confined
+
+async def main(workspace, probe):
+    seen = {}
+    limits = Limits(cpu_seconds=7, memory_mb=300, processes=9)
+    for network in (False, True):
+        box = Confinement(workspace=workspace, network=network, limits=limits)
+        out = await run_confined(["python3", "-c", probe], box, cwd=workspace)
+        seen["network" if network else "probe"] = [out.exit_code, out.stdout, out.stderr]
+    attack = "echo kept > /workspace/k; touch /usr/evil /etc/evil; unshare --user true || echo no-userns"
+    out = await run_confined(["sh", "-c", attack], Confinement(workspace=workspace), cwd=workspace)
+    seen["attack"] = [out.exit_code, out.stdout, out.stderr]
+    read_only = Confinement(workspace=workspace, workspace_writable=False)
+    out = await run_confined(["sh", "-c", "echo x > /workspace/x"], read_only, cwd=workspace)
+    seen["read_only"] = [out.exit_code, out.stdout, out.stderr]
+    print(json.dumps(seen))
+
+asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
+"""
+
+
+def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> None:
+    """Not run as root, Saber has bubblewrap make the user namespace itself: the command is as
+    confined (namespaces, no capability, limits, read-only system, no user namespace of its own)."""
+    import saber
+
+    workspace = Path(tempfile.mkdtemp(prefix="saber-as-user-"))  # nobody can reach it (not tmp_path)
+    user = [] if os.geteuid() != 0 else [
+        shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    if user:
+        os.chown(workspace, NOBODY, NOBODY)
+    env = {**os.environ, "PYTHONPATH": str(Path(saber.__file__).resolve().parents[1])}
+    try:
+        child = subprocess.run([*user, sys.executable, "-c", AS_ANOTHER_USER, str(workspace), PROBE], cwd=workspace,
+                               env=env, capture_output=True, text=True, check=False)
+        assert child.returncode == 0, child.stderr
+        seen = json.loads(child.stdout)
+        kept = (workspace / "k").read_text(encoding="utf-8")
+    finally:
+        shutil.rmtree(workspace)
+    code, out, err = seen["probe"]
+    assert code == 0, err
+    probe = json.loads(out)
+    for name in ("ipc", "uts", "net", "pid", "mnt", "user"):
+        assert probe["ns"][name] != own_namespace(name), name
+    uid = NOBODY if user else os.getuid()
+    assert probe["uid"] == uid
+    assert int(probe["cap_bnd"], 16) == 0 and int(probe["cap_eff"], 16) == 0 and int(probe["cap_inh"], 16) == 0
+    assert probe["limits"]["Max cpu time"] == "7"
+    assert probe["limits"]["Max address space"] == str(300 * 1024 * 1024)
+    assert probe["limits"]["Max file size"] == str(64 * 1024 * 1024) and probe["limits"]["Max core file size"] == "0"
+    already = sum(1 for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid)
+    assert already + 9 - 5 <= int(probe["limits"]["Max processes"]) <= already + 9 + 5
+    assert probe["env"] == {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace", "LANG": "C.UTF-8",
+                            "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PWD": "/workspace"}
+    assert probe["cwd"] == "/workspace" and probe["tmp_mode"] == "0o1777"
+    code, out, err = seen["network"]
+    assert code == 0, err
+    assert json.loads(out)["ns"]["net"] == own_namespace("net")
+    code, out, err = seen["attack"]
+    assert kept == "kept\n" and out == "no-userns\n"
+    assert "/usr/evil': Read-only file system" in err
+    assert not os.path.exists("/usr/evil") and not os.path.exists("/etc/evil")
+    code, out, err = seen["read_only"]
+    assert code != 0 and "Read-only file system" in err
