@@ -169,10 +169,12 @@ async def test_the_system_files_a_command_needs_are_there_and_hosts_only_with_th
     )
     name = pwd.getpwuid(sandbox_uid()).pw_name
     assert out == {"exit_code": 0, "stdout": f"{name}\n42\nno-hosts\n", "stderr": ""}
-    for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "localtime"):
-        if HOST_ETC[name]:
-            got = await tool.run({"command": ["test", "-e", f"/etc/{name}"]})
-            assert got["exit_code"] == 0, name
+    needed = [f"/etc/{name}" for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+                                          "alternatives", "localtime", "ssl", "ca-certificates", "mime.types")]
+    needed += ["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/usr/bin"]
+    here = [path for path in needed if os.path.lexists(path)]  # noqa: ASYNC240 (a stat each, once)
+    got = await tool.run({"command": ["sh", "-c", 'for f in "$@"; do test -e "$f" || echo "missing $f"; done', "sh", *here]})
+    assert got == {"exit_code": 0, "stdout": "", "stderr": ""}
     networked = exec_for(home, exec={"network": True})
     for name in ("hosts", "resolv.conf"):
         if HOST_ETC[name]:
@@ -187,11 +189,6 @@ async def test_the_command_runs_in_the_folder_asked_for(home: Path) -> None:
     (home / "workspace" / "sub" / "deeper").mkdir(parents=True)
     assert (await probe(tool, cwd="sub/deeper"))["cwd"] == "/workspace/sub/deeper"
     assert (await probe(tool))["cwd"] == "/workspace"
-    (home / "workspace" / "file.txt").write_text("x", encoding="utf-8")
-    with pytest.raises(ToolArgumentError, match="cwd: file.txt is not a folder"):
-        await tool.run({"command": "ls", "cwd": "file.txt"})
-    with pytest.raises(ToolArgumentError, match="cwd:"):
-        await tool.run({"command": "ls", "cwd": "../.."})
 
 
 async def test_the_output_budget_is_shared_and_exact(home: Path) -> None:
@@ -222,26 +219,47 @@ async def test_the_exit_code_and_both_streams_come_back(home: Path) -> None:
     assert missing["exit_code"] != 0 and "no-such-program-here" in missing["stderr"]
 
 
+async def refusal(tool: Tool, args: dict[str, Any]) -> str:
+    """The message of the ToolArgumentError the call raises, checked to name exec_command."""
+    with pytest.raises(ToolArgumentError) as raised:
+        await tool.run(args)
+    assert raised.value.tool == "exec_command"
+    return str(raised.value)
+
+
 async def test_a_command_that_cannot_be_read_is_refused_with_the_reason(home: Path) -> None:
     tool = exec_for(home)
-    with pytest.raises(ToolArgumentError, match="command: cannot be split into words: No closing quotation"):
-        await tool.run({"command": "echo 'unclosed"})
-    with pytest.raises(ToolArgumentError, match="command: is empty"):
-        await tool.run({"command": "   "})
-    with pytest.raises(ToolArgumentError, match="command: is empty"):
-        await tool.run({"command": [""]})
-    with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
-        await tool.run({"command": ["echo", "a\x00b"]})
+    assert await refusal(tool, {"command": "echo 'unclosed"}) == "command: cannot be split into words: No closing quotation"
+    assert await refusal(tool, {"command": "   "}) == "command: is empty"
+    assert await refusal(tool, {"command": [""]}) == "command: is empty"
+    assert await refusal(tool, {"command": ["echo", "a\x00b"]}) == "command: contains a NUL character"
     shell = exec_for(home, exec={"shell": True})
-    with pytest.raises(ToolArgumentError, match="command: is empty"):
-        await shell.run({"command": "  "})
-    with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
-        await shell.run({"command": "echo a\x00b"})
+    assert await refusal(shell, {"command": "  "}) == "command: is empty"
+    assert await refusal(shell, {"command": "echo a\x00b"}) == "command: contains a NUL character"
     assert await shell.run({"command": "echo $((6 * 7)) | cat"}) == {
         "exit_code": 0,
         "stdout": "42\n",
         "stderr": "",
     }
+
+
+async def test_a_working_folder_outside_the_workspace_or_not_a_folder_is_refused(home: Path) -> None:
+    tool = exec_for(home)
+    (home / "workspace" / "file.txt").write_text("x", encoding="utf-8")
+    assert await refusal(tool, {"command": "ls", "cwd": "file.txt"}) == "cwd: file.txt is not a folder"
+    said = await refusal(tool, {"command": "ls", "cwd": "../.."})
+    assert said.startswith("cwd: '..' is not allowed"), said
+
+
+async def test_an_allowed_program_given_by_its_path_runs_from_there(home: Path, tmp_path: Path) -> None:
+    """An entry outside the PATH (here unconfined: the sandbox binds only the system) runs by its path."""
+    program = tmp_path / "tools" / "hello"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho hello from $0\n", encoding="utf-8")
+    program.chmod(0o755)
+    tool = exec_for(home, exec={"sandbox": "none", "allow": ["ls", str(program)]})
+    assert tool.approval_reason({"command": "hello"}) is None
+    assert await tool.run({"command": "hello"}) == {"exit_code": 0, "stdout": f"hello from {program}\n", "stderr": ""}
 
 
 async def test_an_unconfined_command_still_has_its_limits_and_runs_in_the_workspace(home: Path) -> None:
@@ -349,7 +367,7 @@ async def test_a_working_folder_gone_before_the_command_starts_is_named(tmp_path
     gone = workspace / "gone"
     box = Confinement(workspace=workspace) if sandbox else None
     out = await run_confined(["ls"], box, cwd=gone)
-    assert out == Outcome(exit_code=127, stdout="", stderr=f"cannot run in {gone}: no such folder")
+    assert out == Outcome(exit_code=127, stdout="", stderr=f"cannot run in {gone}: No such file or directory")
 
 
 AS_ANOTHER_USER = """
@@ -370,6 +388,8 @@ async def main(workspace, probe):
     read_only = Confinement(workspace=workspace, workspace_writable=False)
     out = await run_confined(["sh", "-c", "echo x > /workspace/x"], read_only, cwd=workspace)
     seen["read_only"] = [out.exit_code, out.stdout, out.stderr]
+    out = await run_confined(["ls"], None, cwd=workspace / "locked")
+    seen["locked"] = [out.exit_code, out.stdout, out.stderr]
     print(json.dumps(seen))
 
 asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
@@ -386,6 +406,7 @@ def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> N
         shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     if user:
         os.chown(workspace, NOBODY, NOBODY)
+    (workspace / "locked").mkdir(mode=0)  # a folder the user cannot enter
     env = {**os.environ, "PYTHONPATH": str(Path(saber.__file__).resolve().parents[1])}
     try:
         child = subprocess.run([*user, sys.executable, "-c", AS_ANOTHER_USER, str(workspace), PROBE], cwd=workspace,
@@ -394,6 +415,7 @@ def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> N
         seen = json.loads(child.stdout)
         kept = (workspace / "k").read_text(encoding="utf-8")
     finally:
+        (workspace / "locked").chmod(0o700)
         shutil.rmtree(workspace)
     code, out, err = seen["probe"]
     assert code == 0, err
@@ -420,3 +442,25 @@ def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> N
     assert not os.path.exists("/usr/evil") and not os.path.exists("/etc/evil")
     code, out, err = seen["read_only"]
     assert code != 0 and "Read-only file system" in err
+    assert seen["locked"] == [126, "", f"cannot run in {workspace / 'locked'}: Permission denied"]
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_a_command_stopped_at_a_limit_is_reported_so(tmp_path: Path, sandbox: bool) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(mode=0o755)
+
+    def box(limits: Limits) -> Confinement | None:
+        return Confinement(workspace=workspace, limits=limits) if sandbox else None
+
+    slow = Limits(wall_seconds=1)
+    out = await run_confined(["sleep", "10"], box(slow), cwd=workspace, limits=slow)
+    assert (out.timed_out, out.output_cut, out.killed_reason) == (True, False, "timed out after 1 s: the command was stopped")
+    assert out.exit_code == -9
+    loud = Limits(output_bytes=4096)
+    out = await run_confined(["yes"], box(loud), cwd=workspace, limits=loud)
+    assert (out.timed_out, out.output_cut, out.killed_reason) == (
+        False, True, "output over 4,096 bytes: the command was stopped")
+    assert out.stdout == "y\n" * 2048
+    out = await run_confined(["echo", "done"], box(Limits()), cwd=workspace)
+    assert out == Outcome(exit_code=0, stdout="done\n", stderr="")

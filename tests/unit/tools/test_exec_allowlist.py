@@ -279,3 +279,60 @@ def test_a_path_outside_the_workspace_that_only_starts_like_it_is_not_taken_for_
     ls = allow.programs["ls"].path
     assert allow.check(["/Xsrv/w/ls"]).reason == f"/Xsrv/w/ls is not {ls}, the ls on the allow-list"
     assert allow.check(["/srv/w/ls"]).reason == "/srv/w/ls is a file in the workspace, not a program of the system"
+
+
+# -- exec_command as the model and the approval broker see it ------------------------------------
+
+
+def test_the_model_is_told_whether_a_sandbox_holds_the_command(tmp_path: Path) -> None:
+    boxed = exec_tool(Workspace([tmp_path]), CommandPolicy(allow=("ls",)))
+    assert boxed.description == (
+        "Run a command inside a sandbox (read-only system, the workspace at /workspace, no network) and return "
+        "its exit code, stdout and stderr. Runs without asking: ls (not with options that write, delete or run "
+        "programs, e.g. find -delete/-exec, sort -o); anything else waits for a person's approval.")
+    bare = exec_tool(Workspace([tmp_path]), CommandPolicy(sandbox=False, allow=("ls",)))
+    assert bare.description.startswith("Run a command WITHOUT a sandbox and return its exit code")
+
+
+def test_the_model_is_sent_the_command_s_schema(tmp_path: Path) -> None:
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy())
+    assert tool.to_openai()["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "command": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+                        "description": "The command line, e.g. \"ls -la\" or \"grep -n TODO notes.txt\", or its words as a list."},
+            "cwd": {"type": "string", "description": "Folder in the workspace to run in (default: the workspace)."},
+        },
+        "required": ["command"],
+    }
+
+
+def test_a_plan_s_malformed_command_still_asks_with_a_reason(tool: Tool) -> None:
+    """The broker asks before the arguments are validated: whatever the plan holds gets an answer."""
+    assert tool.approval_reason({"command": "echo 'unclosed"}) == "the command cannot be checked against the allow-list"
+    assert tool.approval_reason({"command": 42}) == "42 is not on the allow-list"
+    assert tool.approval_reason({}) == "None is not on the allow-list"
+
+
+def test_allow_list_entries_skipped_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="saber.tools.system.commands"):
+        exec_tool(Workspace([tmp_path]), CommandPolicy(allow=("ls", "no-such-program-here")))
+    assert [r.getMessage() for r in caplog.records if r.name == "saber.tools.system.commands"] == [
+        "exec.allow: no-such-program-here: no such program on /usr/local/bin:/usr/bin:/bin (it asks for approval)"]
+
+
+async def test_output_cut_as_the_command_ended_names_the_configured_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command may end in the same instant its output passes the budget: it was not stopped,
+    and the note still says its output was cut, with the budget configured."""
+    from saber.tools.system import commands
+    from saber.tools.system.sandbox import Limits, Outcome
+
+    async def ended_as_cut(*_args: object, **_kwargs: object) -> Outcome:
+        return Outcome(exit_code=0, stdout="x" * 4096, stderr="", output_cut=True)
+
+    monkeypatch.setattr(commands, "run_confined", ended_as_cut)
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(limits=Limits(output_bytes=4096)))
+    assert await tool.run({"command": "ls"}) == {
+        "exit_code": 0, "stdout": "x" * 4096, "stderr": "", "note": "output over 4,096 bytes was cut"}

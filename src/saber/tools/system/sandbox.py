@@ -190,12 +190,9 @@ async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path, l
         transport, watched = await loop.subprocess_exec(
             lambda: _Watched(loop), *full, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
-    except FileNotFoundError:
-        if not await asyncio.to_thread(cwd.is_dir):
-            return Outcome(exit_code=127, stdout="", stderr=f"cannot run in {cwd}: no such folder")
-        return Outcome(exit_code=127, stdout="", stderr=f"command not found: {argv[0]}")
-    except PermissionError as exc:
-        return Outcome(exit_code=126, stdout="", stderr=f"cannot run {argv[0]}: {exc.strerror}")
+    except (FileNotFoundError, PermissionError) as exc:  # the folder: what runs first (bwrap, prlimit) was found
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        return Outcome(exit_code=code, stdout="", stderr=f"cannot run in {cwd}: {exc.strerror}")
     proc = asyncio.subprocess.Process(transport, watched, loop)
     budget = [limits.output_bytes]
     cut = asyncio.Event()
