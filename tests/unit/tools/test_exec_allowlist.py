@@ -336,3 +336,13 @@ async def test_output_cut_as_the_command_ended_names_the_configured_budget(
     tool = exec_tool(Workspace([tmp_path]), CommandPolicy(limits=Limits(output_bytes=4096)))
     assert await tool.run({"command": "ls"}) == {
         "exit_code": 0, "stdout": "x" * 4096, "stderr": "", "note": "output over 4,096 bytes was cut"}
+
+
+def test_a_command_is_never_retried_by_the_runtime_and_carries_its_own_time_limit(tmp_path: Path) -> None:
+    """A command stopped half-way may have acted: the graph runtime must not run it again, and its
+    step timeout must leave the command's own limit to fire first (and be reported)."""
+    from saber.tools.system.sandbox import Limits
+
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(limits=Limits(wall_seconds=12.5)))
+    assert tool.idempotent is False
+    assert tool.timeout == 12.5
