@@ -409,7 +409,8 @@ def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> N
     (workspace / "locked").mkdir(mode=0)  # a folder the user cannot enter
     env = {**os.environ, "PYTHONPATH": str(Path(saber.__file__).resolve().parents[1])}
     try:
-        child = subprocess.run([*user, sys.executable, "-c", AS_ANOTHER_USER, str(workspace), PROBE], cwd=workspace,
+        # In the test's own folder: under mutation testing, mutmut's code in the child reads its settings there.
+        child = subprocess.run([*user, sys.executable, "-c", AS_ANOTHER_USER, str(workspace), PROBE],
                                env=env, capture_output=True, text=True, check=False)
         assert child.returncode == 0, child.stderr
         seen = json.loads(child.stdout)
