@@ -396,16 +396,15 @@ asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
 """
 
 
-def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> None:
-    """Not run as root, Saber has bubblewrap make the user namespace itself: the command is as
-    confined (namespaces, no capability, limits, read-only system, no user namespace of its own)."""
+def as_another_user(uid: int | None) -> tuple[dict[str, Any], str, Path]:
+    """AS_ANOTHER_USER run as ``uid`` (None: as this user): what it saw, the file its attack kept
+    in the workspace, and the workspace (removed)."""
     import saber
 
-    workspace = Path(tempfile.mkdtemp(prefix="saber-as-user-"))  # nobody can reach it (not tmp_path)
-    user = [] if os.geteuid() != 0 else [
-        shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    if user:
-        os.chown(workspace, NOBODY, NOBODY)
+    workspace = Path(tempfile.mkdtemp(prefix="saber-as-user-"))  # the user can reach it (not tmp_path)
+    user = [] if uid is None else [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    if uid is not None:
+        os.chown(workspace, uid, uid)
     (workspace / "locked").mkdir(mode=0)  # a folder the user cannot enter
     env = {**os.environ, "PYTHONPATH": str(Path(saber.__file__).resolve().parents[1])}
     try:
@@ -413,34 +412,47 @@ def test_saber_run_by_another_user_than_root_confines_the_command_as_much() -> N
         child = subprocess.run([*user, sys.executable, "-c", AS_ANOTHER_USER, str(workspace), PROBE],
                                env=env, capture_output=True, text=True, check=False)
         assert child.returncode == 0, child.stderr
-        seen = json.loads(child.stdout)
-        kept = (workspace / "k").read_text(encoding="utf-8")
+        return json.loads(child.stdout), (workspace / "k").read_text(encoding="utf-8"), workspace
     finally:
         (workspace / "locked").chmod(0o700)
         shutil.rmtree(workspace)
+
+
+def _evil_written() -> bool:
+    return os.path.exists("/usr/evil") or os.path.exists("/etc/evil")
+
+
+async def test_saber_run_by_another_user_than_root_confines_the_command_as_much(tmp_path: Path) -> None:
+    """Not run as root, Saber has bubblewrap make the user namespace itself: the command is as
+    confined (namespaces, no capability, limits, read-only system, no user namespace of its own)."""
+    uid = 20000 + os.getpid() % 30000 if os.geteuid() == 0 else None  # as root: a user of this run alone
+    seen, kept, workspace = await asyncio.to_thread(as_another_user, uid)
     code, out, err = seen["probe"]
     assert code == 0, err
     probe = json.loads(out)
     for name in ("ipc", "uts", "net", "pid", "mnt", "user"):
         assert probe["ns"][name] != own_namespace(name), name
-    uid = NOBODY if user else os.getuid()
-    assert probe["uid"] == uid
+    assert probe["uid"] == (os.getuid() if uid is None else uid)
     assert int(probe["cap_bnd"], 16) == 0 and int(probe["cap_eff"], 16) == 0 and int(probe["cap_inh"], 16) == 0
-    assert probe["limits"]["Max cpu time"] == "7"
-    assert probe["limits"]["Max address space"] == str(300 * 1024 * 1024)
-    assert probe["limits"]["Max file size"] == str(64 * 1024 * 1024) and probe["limits"]["Max core file size"] == "0"
-    already = sum(1 for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid)
-    assert already + 9 - 5 <= int(probe["limits"]["Max processes"]) <= already + 9 + 5
-    assert probe["env"] == {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/workspace", "LANG": "C.UTF-8",
-                            "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "PWD": "/workspace"}
-    assert probe["cwd"] == "/workspace" and probe["tmp_mode"] == "0o1777"
+    limits = probe["limits"]
+    assert limits["Max cpu time"] == "7" and limits["Max address space"] == str(300 * 1024 * 1024)
+    assert limits["Max file size"] == str(64 * 1024 * 1024) and limits["Max core file size"] == "0"
+    if uid is not None:  # the user runs one process, the child, when the limit is set: nine more
+        assert limits["Max processes"] == "10"
+    # As confined as when Saber runs as root: the same environment, folders and limits.
+    (tmp_path / "w").mkdir(mode=0o755)
+    box = Confinement(workspace=tmp_path / "w", limits=Limits(cpu_seconds=7, memory_mb=300, processes=9))
+    as_root = await run_confined(["python3", "-c", PROBE], box, cwd=tmp_path / "w")
+    assert as_root.exit_code == 0, as_root.stderr
+    same = ("env", "cwd", "tmp_mode", "var_tmp_mode", "cap_bnd", "cap_eff", "cap_inh", "no_new_privs")
+    assert {k: probe[k] for k in same} == {k: json.loads(as_root.stdout)[k] for k in same}
     code, out, err = seen["network"]
     assert code == 0, err
     assert json.loads(out)["ns"]["net"] == own_namespace("net")
     code, out, err = seen["attack"]
     assert kept == "kept\n" and out == "no-userns\n"
     assert "/usr/evil': Read-only file system" in err
-    assert not os.path.exists("/usr/evil") and not os.path.exists("/etc/evil")
+    assert not await asyncio.to_thread(_evil_written)
     code, out, err = seen["read_only"]
     assert code != 0 and "Read-only file system" in err
     assert seen["locked"] == [126, "", f"cannot run in {workspace / 'locked'}: Permission denied"]

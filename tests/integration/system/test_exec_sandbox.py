@@ -227,8 +227,8 @@ def test_a_bubblewrap_without_disable_userns_is_not_used(tmp_path: Path, monkeyp
     ((), None, "bubblewrap (bwrap) is not installed"),
     (("bwrap",), None, "prlimit (util-linux) is not installed"),
     (("bwrap", "prlimit"), None, "setpriv (util-linux) is not installed"),
-    (("prlimit", "setpriv"), f"#!/bin/sh\necho 'bwrap: No permissions to create new namespace {LONG}' >&2\nexit 1\n",
-     "bubblewrap cannot create a sandbox here: " + f"bwrap: No permissions to create new namespace {LONG}"[:200]),
+    (("prlimit", "setpriv"), f"#!/bin/sh\nprintf 'bwrap: No permissions to create new namespace \\377 {LONG}' >&2\nexit 1\n",
+     "bubblewrap cannot create a sandbox here: " + f"bwrap: No permissions to create new namespace \ufffd {LONG}"[:200]),
 ])
 def test_a_system_that_cannot_confine_the_command_is_said_and_never_runs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real: tuple[str, ...], fake: str | None, problem: str
