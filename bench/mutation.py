@@ -20,7 +20,7 @@ runs the code in a child process, e.g. ``saber serve`` stopped by SIGTERM), each
 checked by applying the mutant by hand; they count as killed.
 
 ``--jail`` runs each group's mutmut where a mutant cannot harm the host, for the groups whose tests
-attack (exec, files): a mutant of the sandbox that drops its read-only binds once let a test's
+attack (exec-*, exec, files): a mutant of the sandbox that drops its read-only binds once let a test's
 attack write /usr/evil for real. See :func:`jail_argv`.
 """
 
