@@ -378,6 +378,9 @@ from saber.tools.system.sandbox import Confinement, Limits, run_confined
 async def main(workspace, probe):
     seen = {}
     limits = Limits(cpu_seconds=7, memory_mb=300, processes=9)
+    # First, while the user runs nothing but this process (a sandbox takes a moment to go away).
+    out = await run_confined(["python3", "-c", probe], None, cwd=workspace, limits=limits)
+    seen["unconfined"] = [out.exit_code, out.stdout, out.stderr]
     for network in (False, True):
         box = Confinement(workspace=workspace, network=network, limits=limits)
         out = await run_confined(["python3", "-c", probe], box, cwd=workspace)
@@ -437,8 +440,12 @@ async def test_saber_run_by_another_user_than_root_confines_the_command_as_much(
     limits = probe["limits"]
     assert limits["Max cpu time"] == "7" and limits["Max address space"] == str(300 * 1024 * 1024)
     assert limits["Max file size"] == str(64 * 1024 * 1024) and limits["Max core file size"] == "0"
+    code, out, err = seen["unconfined"]
+    assert code == 0, err
+    unconfined = json.loads(out)["limits"]
+    assert (unconfined["Max cpu time"], unconfined["Max address space"]) == ("7", str(300 * 1024 * 1024))
     if uid is not None:  # the user runs one process, the child, when the limit is set: nine more
-        assert limits["Max processes"] == "10"
+        assert limits["Max processes"] == "10" and unconfined["Max processes"] == "10"
     # As confined as when Saber runs as root: the same environment, folders and limits.
     (tmp_path / "w").mkdir(mode=0o755)
     box = Confinement(workspace=tmp_path / "w", limits=Limits(cpu_seconds=7, memory_mb=300, processes=9))
@@ -466,12 +473,12 @@ async def test_a_command_stopped_at_a_limit_is_reported_so(tmp_path: Path, sandb
     def box(limits: Limits) -> Confinement | None:
         return Confinement(workspace=workspace, limits=limits) if sandbox else None
 
-    slow = Limits(wall_seconds=1)
-    out = await run_confined(["sleep", "10"], box(slow), cwd=workspace, limits=slow)
+    slow = Limits(wall_seconds=1)  # a box's own limits are the ones that hold
+    out = await run_confined(["sleep", "10"], box(slow), cwd=workspace, limits=None if sandbox else slow)
     assert (out.timed_out, out.output_cut, out.killed_reason) == (True, False, "timed out after 1 s: the command was stopped")
     assert out.exit_code == -9
     loud = Limits(output_bytes=4096)
-    out = await run_confined(["yes"], box(loud), cwd=workspace, limits=loud)
+    out = await run_confined(["yes"], box(loud), cwd=workspace, limits=None if sandbox else loud)
     assert (out.timed_out, out.output_cut, out.killed_reason) == (
         False, True, "output over 4,096 bytes: the command was stopped")
     assert out.stdout == "y\n" * 2048
