@@ -100,6 +100,14 @@ def test_interpreters_are_not_on_the_default_list() -> None:
         assert ALLOW.check([word, "-c", "x"]).reason == f"{word} is not on the allow-list"
 
 
+def test_a_program_off_the_list_asks_by_its_path_too() -> None:
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    assert python is not None
+    verdict = ALLOW.check([python, "-c", "import shutil; shutil.rmtree('/workspace')"])
+    assert verdict.reason == "python3 is not on the allow-list"
+    assert verdict.argv == [python, "-c", "import shutil; shutil.rmtree('/workspace')"]
+
+
 def test_entries_that_are_no_system_program_are_skipped_and_said(tmp_path: Path) -> None:
     planted = tmp_path / "tool"
     planted.write_text("#!/bin/sh\n", encoding="utf-8")
