@@ -10,6 +10,9 @@ import json
 import os
 import pwd
 import shutil
+import subprocess
+import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ from saber.tools import ToolArgumentError
 from saber.tools.base import Tool
 from saber.tools.system import system_tools
 from saber.tools.system.commands import render
-from saber.tools.system.sandbox import NOBODY, Limits, Outcome, sandbox_uid
+from saber.tools.system.sandbox import NOBODY, Confinement, Limits, Outcome, run_confined, sandbox_uid
 
 pytestmark = pytest.mark.slow
 
@@ -166,10 +169,12 @@ async def test_the_system_files_a_command_needs_are_there_and_hosts_only_with_th
     )
     name = pwd.getpwuid(sandbox_uid()).pw_name
     assert out == {"exit_code": 0, "stdout": f"{name}\n42\nno-hosts\n", "stderr": ""}
-    for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "localtime"):
-        if HOST_ETC[name]:
-            got = await tool.run({"command": ["test", "-e", f"/etc/{name}"]})
-            assert got["exit_code"] == 0, name
+    needed = [f"/etc/{name}" for name in ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+                                          "alternatives", "localtime", "ssl", "ca-certificates", "mime.types")]
+    needed += ["/bin", "/sbin", "/lib", "/lib64", "/lib32", "/usr/bin"]
+    here = [path for path in needed if os.path.lexists(path)]  # noqa: ASYNC240 (a stat each, once)
+    got = await tool.run({"command": ["sh", "-c", 'for f in "$@"; do test -e "$f" || echo "missing $f"; done', "sh", *here]})
+    assert got == {"exit_code": 0, "stdout": "", "stderr": ""}
     networked = exec_for(home, exec={"network": True})
     for name in ("hosts", "resolv.conf"):
         if HOST_ETC[name]:
@@ -184,11 +189,6 @@ async def test_the_command_runs_in_the_folder_asked_for(home: Path) -> None:
     (home / "workspace" / "sub" / "deeper").mkdir(parents=True)
     assert (await probe(tool, cwd="sub/deeper"))["cwd"] == "/workspace/sub/deeper"
     assert (await probe(tool))["cwd"] == "/workspace"
-    (home / "workspace" / "file.txt").write_text("x", encoding="utf-8")
-    with pytest.raises(ToolArgumentError, match="cwd: file.txt is not a folder"):
-        await tool.run({"command": "ls", "cwd": "file.txt"})
-    with pytest.raises(ToolArgumentError, match="cwd:"):
-        await tool.run({"command": "ls", "cwd": "../.."})
 
 
 async def test_the_output_budget_is_shared_and_exact(home: Path) -> None:
@@ -219,26 +219,47 @@ async def test_the_exit_code_and_both_streams_come_back(home: Path) -> None:
     assert missing["exit_code"] != 0 and "no-such-program-here" in missing["stderr"]
 
 
+async def refusal(tool: Tool, args: dict[str, Any]) -> str:
+    """The message of the ToolArgumentError the call raises, checked to name exec_command."""
+    with pytest.raises(ToolArgumentError) as raised:
+        await tool.run(args)
+    assert raised.value.tool == "exec_command"
+    return str(raised.value)
+
+
 async def test_a_command_that_cannot_be_read_is_refused_with_the_reason(home: Path) -> None:
     tool = exec_for(home)
-    with pytest.raises(ToolArgumentError, match="command: cannot be split into words: No closing quotation"):
-        await tool.run({"command": "echo 'unclosed"})
-    with pytest.raises(ToolArgumentError, match="command: is empty"):
-        await tool.run({"command": "   "})
-    with pytest.raises(ToolArgumentError, match="command: is empty"):
-        await tool.run({"command": [""]})
-    with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
-        await tool.run({"command": ["echo", "a\x00b"]})
+    assert await refusal(tool, {"command": "echo 'unclosed"}) == "command: cannot be split into words: No closing quotation"
+    assert await refusal(tool, {"command": "   "}) == "command: is empty"
+    assert await refusal(tool, {"command": [""]}) == "command: is empty"
+    assert await refusal(tool, {"command": ["echo", "a\x00b"]}) == "command: contains a NUL character"
     shell = exec_for(home, exec={"shell": True})
-    with pytest.raises(ToolArgumentError, match="command: is empty"):
-        await shell.run({"command": "  "})
-    with pytest.raises(ToolArgumentError, match="command: contains a NUL character"):
-        await shell.run({"command": "echo a\x00b"})
+    assert await refusal(shell, {"command": "  "}) == "command: is empty"
+    assert await refusal(shell, {"command": "echo a\x00b"}) == "command: contains a NUL character"
     assert await shell.run({"command": "echo $((6 * 7)) | cat"}) == {
         "exit_code": 0,
         "stdout": "42\n",
         "stderr": "",
     }
+
+
+async def test_a_working_folder_outside_the_workspace_or_not_a_folder_is_refused(home: Path) -> None:
+    tool = exec_for(home)
+    (home / "workspace" / "file.txt").write_text("x", encoding="utf-8")
+    assert await refusal(tool, {"command": "ls", "cwd": "file.txt"}) == "cwd: file.txt is not a folder"
+    said = await refusal(tool, {"command": "ls", "cwd": "../.."})
+    assert said.startswith("cwd: '..' is not allowed"), said
+
+
+async def test_an_allowed_program_given_by_its_path_runs_from_there(home: Path, tmp_path: Path) -> None:
+    """An entry outside the PATH (here unconfined: the sandbox binds only the system) runs by its path."""
+    program = tmp_path / "tools" / "hello"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho hello from $0\n", encoding="utf-8")
+    program.chmod(0o755)
+    tool = exec_for(home, exec={"sandbox": "none", "allow": ["ls", str(program)]})
+    assert tool.approval_reason({"command": "hello"}) is None
+    assert await tool.run({"command": "hello"}) == {"exit_code": 0, "stdout": f"hello from {program}\n", "stderr": ""}
 
 
 async def test_an_unconfined_command_still_has_its_limits_and_runs_in_the_workspace(home: Path) -> None:
@@ -310,8 +331,9 @@ async def test_output_that_is_not_utf8_comes_back_with_replacement_characters(ho
     assert out == {"exit_code": 0, "stdout": "caf\ufffd\n", "stderr": "\ufffd"}
 
 
-async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path) -> None:
-    tool = exec_for(home)
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_a_cancelled_command_is_stopped_with_everything_it_started(home: Path, sandbox: str) -> None:
+    tool = exec_for(home, exec={"sandbox": sandbox})
     marker = f"{os.getpid()}.{uuid.uuid4().int % 10**9}"  # this run's own: ps lists every process of the host
     run = asyncio.create_task(tool.run({"command": ["sh", "-c", f"sleep {marker} & touch started; wait"]}))
     while "started" not in await asyncio.to_thread(
@@ -334,3 +356,131 @@ async def test_a_read_only_workspace_is_read_only_even_where_its_files_allow_wri
     out = await tool.run({"command": ["sh", "-c", "echo x > /workspace/x.txt"]})
     assert out["exit_code"] != 0 and "Read-only file system" in out["stderr"]
     assert not (home / "workspace" / "x.txt").exists()
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_a_working_folder_gone_before_the_command_starts_is_named(tmp_path: Path, sandbox: bool) -> None:
+    """The folder checked by exec_command may be removed before the command starts: the error names
+    the folder, not the command."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    gone = workspace / "gone"
+    box = Confinement(workspace=workspace) if sandbox else None
+    out = await run_confined(["ls"], box, cwd=gone)
+    assert out == Outcome(exit_code=127, stdout="", stderr=f"cannot run in {gone}: No such file or directory")
+
+
+AS_ANOTHER_USER = """
+import asyncio, json, sys
+from pathlib import Path
+from saber.tools.system.sandbox import Confinement, Limits, run_confined
+
+async def main(workspace, probe):
+    seen = {}
+    limits = Limits(cpu_seconds=7, memory_mb=300, processes=9)
+    # First, while the user runs nothing but this process (a sandbox takes a moment to go away).
+    out = await run_confined(["python3", "-c", probe], None, cwd=workspace, limits=limits)
+    seen["unconfined"] = [out.exit_code, out.stdout, out.stderr]
+    for network in (False, True):
+        box = Confinement(workspace=workspace, network=network, limits=limits)
+        out = await run_confined(["python3", "-c", probe], box, cwd=workspace)
+        seen["network" if network else "probe"] = [out.exit_code, out.stdout, out.stderr]
+    attack = "echo kept > /workspace/k; touch /usr/evil /etc/evil; unshare --user true || echo no-userns"
+    out = await run_confined(["sh", "-c", attack], Confinement(workspace=workspace), cwd=workspace)
+    seen["attack"] = [out.exit_code, out.stdout, out.stderr]
+    read_only = Confinement(workspace=workspace, workspace_writable=False)
+    out = await run_confined(["sh", "-c", "echo x > /workspace/x"], read_only, cwd=workspace)
+    seen["read_only"] = [out.exit_code, out.stdout, out.stderr]
+    out = await run_confined(["ls"], None, cwd=workspace / "locked")
+    seen["locked"] = [out.exit_code, out.stdout, out.stderr]
+    print(json.dumps(seen))
+
+asyncio.run(main(Path(sys.argv[1]), sys.argv[2]))
+"""
+
+
+def as_another_user(uid: int | None) -> tuple[dict[str, Any], str, Path]:
+    """AS_ANOTHER_USER run as ``uid`` (None: as this user): what it saw, the file its attack kept
+    in the workspace, and the workspace (removed)."""
+    import saber
+
+    workspace = Path(tempfile.mkdtemp(prefix="saber-as-user-"))  # the user can reach it (not tmp_path)
+    user = [] if uid is None else [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    if uid is not None:
+        os.chown(workspace, uid, uid)
+    (workspace / "locked").mkdir(mode=0)  # a folder the user cannot enter
+    env = {**os.environ, "PYTHONPATH": str(Path(saber.__file__).resolve().parents[1])}
+    try:
+        # In the test's own folder: under mutation testing, mutmut's code in the child reads its settings there.
+        child = subprocess.run([*user, sys.executable, "-c", AS_ANOTHER_USER, str(workspace), PROBE],
+                               env=env, capture_output=True, text=True, check=False)
+        assert child.returncode == 0, child.stderr
+        return json.loads(child.stdout), (workspace / "k").read_text(encoding="utf-8"), workspace
+    finally:
+        (workspace / "locked").chmod(0o700)
+        shutil.rmtree(workspace)
+
+
+def _evil_written() -> bool:
+    return os.path.exists("/usr/evil") or os.path.exists("/etc/evil")
+
+
+async def test_saber_run_by_another_user_than_root_confines_the_command_as_much(tmp_path: Path) -> None:
+    """Not run as root, Saber has bubblewrap make the user namespace itself: the command is as
+    confined (namespaces, no capability, limits, read-only system, no user namespace of its own)."""
+    uid = 20000 + os.getpid() % 30000 if os.geteuid() == 0 else None  # as root: a user of this run alone
+    seen, kept, workspace = await asyncio.to_thread(as_another_user, uid)
+    code, out, err = seen["probe"]
+    assert code == 0, err
+    probe = json.loads(out)
+    for name in ("ipc", "uts", "net", "pid", "mnt", "user"):
+        assert probe["ns"][name] != own_namespace(name), name
+    assert probe["uid"] == (os.getuid() if uid is None else uid)
+    assert int(probe["cap_bnd"], 16) == 0 and int(probe["cap_eff"], 16) == 0 and int(probe["cap_inh"], 16) == 0
+    limits = probe["limits"]
+    assert limits["Max cpu time"] == "7" and limits["Max address space"] == str(300 * 1024 * 1024)
+    assert limits["Max file size"] == str(64 * 1024 * 1024) and limits["Max core file size"] == "0"
+    code, out, err = seen["unconfined"]
+    assert code == 0, err
+    unconfined = json.loads(out)["limits"]
+    assert (unconfined["Max cpu time"], unconfined["Max address space"]) == ("7", str(300 * 1024 * 1024))
+    if uid is not None:  # the user runs one process, the child, when the limit is set: nine more
+        assert limits["Max processes"] == "10" and unconfined["Max processes"] == "10"
+    # As confined as when Saber runs as root: the same environment, folders and limits.
+    (tmp_path / "w").mkdir(mode=0o755)
+    box = Confinement(workspace=tmp_path / "w", limits=Limits(cpu_seconds=7, memory_mb=300, processes=9))
+    as_root = await run_confined(["python3", "-c", PROBE], box, cwd=tmp_path / "w")
+    assert as_root.exit_code == 0, as_root.stderr
+    same = ("env", "cwd", "tmp_mode", "var_tmp_mode", "cap_bnd", "cap_eff", "cap_inh", "no_new_privs")
+    assert {k: probe[k] for k in same} == {k: json.loads(as_root.stdout)[k] for k in same}
+    code, out, err = seen["network"]
+    assert code == 0, err
+    assert json.loads(out)["ns"]["net"] == own_namespace("net")
+    code, out, err = seen["attack"]
+    assert kept == "kept\n" and out == "no-userns\n"
+    assert "/usr/evil': Read-only file system" in err
+    assert not await asyncio.to_thread(_evil_written)
+    code, out, err = seen["read_only"]
+    assert code != 0 and "Read-only file system" in err
+    assert seen["locked"] == [126, "", f"cannot run in {workspace / 'locked'}: Permission denied"]
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_a_command_stopped_at_a_limit_is_reported_so(tmp_path: Path, sandbox: bool) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(mode=0o755)
+
+    def box(limits: Limits) -> Confinement | None:
+        return Confinement(workspace=workspace, limits=limits) if sandbox else None
+
+    slow = Limits(wall_seconds=1)  # a box's own limits are the ones that hold
+    out = await run_confined(["sleep", "10"], box(slow), cwd=workspace, limits=None if sandbox else slow)
+    assert (out.timed_out, out.output_cut, out.killed_reason) == (True, False, "timed out after 1 s: the command was stopped")
+    assert out.exit_code == -9
+    loud = Limits(output_bytes=4096)
+    out = await run_confined(["yes"], box(loud), cwd=workspace, limits=None if sandbox else loud)
+    assert (out.timed_out, out.output_cut, out.killed_reason) == (
+        False, True, "output over 4,096 bytes: the command was stopped")
+    assert out.stdout == "y\n" * 2048
+    out = await run_confined(["echo", "done"], box(Limits()), cwd=workspace)
+    assert out == Outcome(exit_code=0, stdout="done\n", stderr="")

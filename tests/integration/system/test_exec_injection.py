@@ -51,7 +51,8 @@ class _Page(BaseHTTPRequestHandler):
 @pytest.fixture
 def page_url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for it (half a second by default, at each test's end).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/notes.html"

@@ -117,11 +117,14 @@ async def test_sleeping_past_the_timeout_is_stopped(home: Path) -> None:
     assert time.monotonic() - started < 10
 
 
-async def test_a_background_child_does_not_outlive_the_command(home: Path) -> None:
-    tool = exec_for(home)
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_a_background_child_does_not_outlive_the_command(home: Path, sandbox: str) -> None:
+    """The command ends when its own process does, not when the child left holding its output does
+    (unconfined, that was at the time limit, reported as a timeout), and the child ends with it."""
+    tool = exec_for(home, exec={"sandbox": sandbox})
     marker = f"{os.getpid()}.{uuid.uuid4().int % 10**9}"  # this run's own: ps lists every process of the host
     out = await tool.run({"command": ["sh", "-c", f"sleep {marker} & echo started"]})
-    assert out["stdout"] == "started\n"
+    assert out == {"exit_code": 0, "stdout": "started\n", "stderr": ""}
     assert f"sleep {marker}" not in running_commands()
 
 
@@ -186,21 +189,70 @@ async def test_a_timed_out_command_runs_once_and_reports_its_own_timeout(home: P
     assert node.result["note"] == "timed out after 1 s: the command was stopped"
 
 
+def tools_on(bin_dir: Path, monkeypatch: pytest.MonkeyPatch, *, real: tuple[str, ...], fake_bwrap: str | None = None) -> None:
+    """PATH is ``bin_dir`` alone, holding the ``real`` tools and, when given, a fake bwrap script."""
+    bin_dir.mkdir(exist_ok=True)
+    for name in real:
+        found = shutil.which(name)
+        assert found is not None
+        (bin_dir / name).symlink_to(found)
+    if fake_bwrap is not None:
+        (bin_dir / "bwrap").write_text(fake_bwrap, encoding="utf-8")
+        (bin_dir / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def unavailable(home: Path) -> list[str]:
+    got = system_tools(Settings(home=home, exec={"enabled": True}))
+    assert "exec_command" not in [t.name for t in got.tools]
+    return [n.removeprefix("exec_command is not available: ") for n in got.notes if "not available" in n]
+
+
+AFTER = " (it never runs unconfined unless exec.sandbox = \"none\")"
+LONG = "x" * 300
+"""A bubblewrap's error longer than a note shows (200 characters)."""
+
+
 def test_a_bubblewrap_without_disable_userns_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """bubblewrap before 0.8 cannot stop user namespaces: exec_command is then not registered."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    old = bin_dir / "bwrap"
-    old.write_text("#!/bin/sh\necho 'bwrap: Unknown option --disable-userns' >&2\nexit 1\n", encoding="utf-8")
-    old.chmod(0o755)
-    for name in ("prlimit", "setpriv"):
-        real = shutil.which(name)
-        assert real is not None
-        (bin_dir / name).symlink_to(real)
-    monkeypatch.setenv("PATH", str(bin_dir))
-    got = system_tools(Settings(home=tmp_path / "home", exec={"enabled": True}))
-    assert "exec_command" not in [t.name for t in got.tools]
-    assert any("bubblewrap is too old: 0.8 or later" in note for note in got.notes), got.notes
+    said = f"bwrap: Unknown option --disable-userns {LONG}"
+    tools_on(tmp_path / "bin", monkeypatch, real=("prlimit", "setpriv"),
+             fake_bwrap=f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+    assert unavailable(tmp_path / "home") == [
+        "bubblewrap is too old: 0.8 or later is needed to keep commands from making user namespaces "
+        f"(--disable-userns): {said[:200]}" + AFTER]
+
+
+@pytest.mark.parametrize(("real", "fake", "problem"), [
+    ((), None, "bubblewrap (bwrap) is not installed"),
+    (("bwrap",), None, "prlimit (util-linux) is not installed"),
+    (("bwrap", "prlimit"), None, "setpriv (util-linux) is not installed"),
+    (("prlimit", "setpriv"), f"#!/bin/sh\nprintf 'bwrap: No permissions to create new namespace \\377 {LONG}' >&2\nexit 1\n",
+     "bubblewrap cannot create a sandbox here: " + f"bwrap: No permissions to create new namespace \ufffd {LONG}"[:200]),
+])
+def test_a_system_that_cannot_confine_the_command_is_said_and_never_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real: tuple[str, ...], fake: str | None, problem: str
+) -> None:
+    tools_on(tmp_path / "bin", monkeypatch, real=real, fake_bwrap=fake)
+    assert unavailable(tmp_path / "home") == [problem + AFTER]
+
+
+def test_a_bubblewrap_that_cannot_start_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tools_on(tmp_path / "bin", monkeypatch, real=("prlimit", "setpriv"), fake_bwrap="#!/no/such/interpreter\n")
+    [problem] = unavailable(tmp_path / "home")
+    assert problem.startswith("bubblewrap cannot run: [Errno 2] No such file or directory"), problem
+
+
+async def test_an_unconfined_command_without_prlimit_is_refused_with_the_reason(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unconfined, the limits are all a command has: without prlimit it does not run at all."""
+    tool = exec_for(home, exec={"sandbox": "none"})
+    tools_on(tmp_path / "bin", monkeypatch, real=("touch",))
+    with pytest.raises(RuntimeError) as raised:
+        await tool.run({"command": ["touch", "ran"]})
+    assert str(raised.value) == "prlimit is not installed"
+    assert not (home / "workspace" / "ran").exists()
 
 
 def test_an_allow_list_word_that_is_no_system_program_is_said(home: Path) -> None:

@@ -100,6 +100,14 @@ def test_interpreters_are_not_on_the_default_list() -> None:
         assert ALLOW.check([word, "-c", "x"]).reason == f"{word} is not on the allow-list"
 
 
+def test_a_program_off_the_list_asks_by_its_path_too() -> None:
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    assert python is not None
+    verdict = ALLOW.check([python, "-c", "import shutil; shutil.rmtree('/workspace')"])
+    assert verdict.reason == "python3 is not on the allow-list"
+    assert verdict.argv == [python, "-c", "import shutil; shutil.rmtree('/workspace')"]
+
+
 def test_entries_that_are_no_system_program_are_skipped_and_said(tmp_path: Path) -> None:
     planted = tmp_path / "tool"
     planted.write_text("#!/bin/sh\n", encoding="utf-8")
@@ -181,3 +189,168 @@ def test_a_refusal_names_the_option_or_operand_exactly(argv: list[str], reason: 
 ])
 def test_operands_and_a_bare_double_dash_are_not_taken_for_refused_options(argv: list[str]) -> None:
     assert ALLOW.check(argv).reason is None
+
+
+# -- the list itself: what is skipped and why, what is warned about, what the model is told ----
+
+
+def test_an_empty_command_asks_with_its_reason() -> None:
+    for argv in ([], [""]):
+        verdict = ALLOW.check(argv)
+        assert (verdict.reason, verdict.argv) == ("the command is empty", argv)
+
+
+def test_a_refused_command_runs_as_given_once_approved(tmp_path: Path) -> None:
+    """A person who approves a refused command approves the argv they saw: it runs unchanged."""
+    other = shutil.which("id")
+    assert other is not None
+    not_ls = tmp_path / "bin" / "ls"
+    not_ls.parent.mkdir()
+    not_ls.symlink_to(other)
+    prefixed = AllowList(["ls -l"], workspace=[WORKSPACE])
+    for allow, argv in ((ALLOW, [str(not_ls), "-l"]), (ALLOW, ["find", ".", "-delete"]), (prefixed, ["ls", "-R"]),
+                        (ALLOW, ["rm", "x"]), (ALLOW, ["./ls"])):
+        verdict = allow.check(argv)
+        assert verdict.reason is not None and verdict.argv == argv
+
+
+def test_every_skipped_entry_is_named_with_the_reason(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    planted = workspace / "tool"
+    planted.write_text("#!/bin/sh\n", encoding="utf-8")
+    planted.chmod(0o755)
+    into_workspace = tmp_path / "link-to-workspace"
+    into_workspace.symlink_to(planted)
+    not_executable = tmp_path / "notes.txt"
+    not_executable.write_text("hello\n", encoding="utf-8")
+    allow = AllowList(["", "'unclosed", "./ls", "bin/ls", "no-such-program-here", str(not_executable), str(tmp_path),
+                       str(planted), str(into_workspace), "/usr/bin/ls"], workspace=[workspace])
+    assert allow.skipped == [
+        "'': not a command",
+        "\"'unclosed\": not a command",
+        "./ls: a relative path; name a program, or give its absolute path",
+        "bin/ls: a relative path; name a program, or give its absolute path",
+        "no-such-program-here: no such program on /usr/local/bin:/usr/bin:/bin",
+        f"{not_executable}: no such program on /usr/local/bin:/usr/bin:/bin",
+        f"{tmp_path}: no such program on /usr/local/bin:/usr/bin:/bin",
+        f"{planted}: {planted} is in the workspace, not a program of the system",
+        f"{into_workspace}: {into_workspace} is in the workspace, not a program of the system",
+    ]
+    assert allow.check(["/usr/bin/ls", "-l"]) == ALLOW.check(["/usr/bin/ls", "-l"])
+    assert allow.check(["ls"]).reason is None and allow.check(["ls"]).argv == ["/usr/bin/ls"]
+
+
+def test_a_program_found_only_outside_the_sandbox_path_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saber's own PATH may hold folders the sandbox does not: a name is looked up as the sandbox will."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    mine = bin_dir / "my-reader"
+    mine.write_text("#!/bin/sh\n", encoding="utf-8")
+    mine.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    allow = AllowList(["my-reader", "ls"], workspace=[tmp_path / "workspace"])
+    assert allow.skipped == ["my-reader: no such program on /usr/local/bin:/usr/bin:/bin"]
+    assert allow.check(["my-reader"]).reason == "my-reader is not on the allow-list"
+    own = AllowList(["my-reader"], workspace=[tmp_path / "workspace"], search_path=str(bin_dir))
+    assert own.skipped == [] and own.check(["my-reader"]).argv == [str(mine)]
+
+
+def test_listing_a_program_that_runs_programs_is_warned_about(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    shell = shutil.which("sh")
+    assert shell is not None
+    renamed = tmp_path / "bin" / "lister"  # a harmless name for a shell
+    renamed.parent.mkdir()
+    renamed.symlink_to(shell)
+    with caplog.at_level("WARNING", logger="saber.tools.system.allowlist"):
+        allow = AllowList(["ls", "python3", str(renamed)], workspace=[tmp_path / "workspace"])
+    assert list(allow.programs) == ["ls", "python3", "lister"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "exec.allow lists python3, which runs programs: each of its commands runs without asking",
+        f"exec.allow lists {renamed}, which runs programs: each of its commands runs without asking",
+    ]
+
+
+def test_the_model_is_told_what_runs_without_asking(tmp_path: Path) -> None:
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(allow=("ls", "git status", "grep")))
+    assert "Runs without asking: ls, git status, grep (not with options" in tool.description
+    nothing = exec_tool(Workspace([tmp_path]), CommandPolicy(allow=()))
+    assert "Runs without asking: nothing (not with options" in nothing.description
+
+
+def test_a_long_option_of_one_letter_is_named_as_given() -> None:
+    assert ALLOW.check(["sort", "--o", "x"]).reason == "sort with --o: it may write, delete or run a program"
+
+
+def test_a_path_outside_the_workspace_that_only_starts_like_it_is_not_taken_for_it() -> None:
+    allow = AllowList(DEFAULT_ALLOW, workspace=[Path("/srv/w")])
+    ls = allow.programs["ls"].path
+    assert allow.check(["/Xsrv/w/ls"]).reason == f"/Xsrv/w/ls is not {ls}, the ls on the allow-list"
+    assert allow.check(["/srv/w/ls"]).reason == "/srv/w/ls is a file in the workspace, not a program of the system"
+
+
+# -- exec_command as the model and the approval broker see it ------------------------------------
+
+
+def test_the_model_is_told_whether_a_sandbox_holds_the_command(tmp_path: Path) -> None:
+    boxed = exec_tool(Workspace([tmp_path]), CommandPolicy(allow=("ls",)))
+    assert boxed.description == (
+        "Run a command inside a sandbox (read-only system, the workspace at /workspace, no network) and return "
+        "its exit code, stdout and stderr. Runs without asking: ls (not with options that write, delete or run "
+        "programs, e.g. find -delete/-exec, sort -o); anything else waits for a person's approval.")
+    bare = exec_tool(Workspace([tmp_path]), CommandPolicy(sandbox=False, allow=("ls",)))
+    assert bare.description.startswith("Run a command WITHOUT a sandbox and return its exit code")
+
+
+def test_the_model_is_sent_the_command_s_schema(tmp_path: Path) -> None:
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy())
+    assert tool.to_openai()["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "command": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+                        "description": "The command line, e.g. \"ls -la\" or \"grep -n TODO notes.txt\", or its words as a list."},
+            "cwd": {"type": "string", "description": "Folder in the workspace to run in (default: the workspace)."},
+        },
+        "required": ["command"],
+    }
+
+
+def test_a_plan_s_malformed_command_still_asks_with_a_reason(tool: Tool) -> None:
+    """The broker asks before the arguments are validated: whatever the plan holds gets an answer."""
+    assert tool.approval_reason({"command": "echo 'unclosed"}) == "the command cannot be checked against the allow-list"
+    assert tool.approval_reason({"command": 42}) == "42 is not on the allow-list"
+    assert tool.approval_reason({}) == "None is not on the allow-list"
+
+
+def test_allow_list_entries_skipped_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="saber.tools.system.commands"):
+        exec_tool(Workspace([tmp_path]), CommandPolicy(allow=("ls", "no-such-program-here")))
+    assert [r.getMessage() for r in caplog.records if r.name == "saber.tools.system.commands"] == [
+        "exec.allow: no-such-program-here: no such program on /usr/local/bin:/usr/bin:/bin (it asks for approval)"]
+
+
+async def test_output_cut_as_the_command_ended_names_the_configured_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command may end in the same instant its output passes the budget: it was not stopped,
+    and the note still says its output was cut, with the budget configured."""
+    from saber.tools.system import commands
+    from saber.tools.system.sandbox import Limits, Outcome
+
+    async def ended_as_cut(*_args: object, **_kwargs: object) -> Outcome:
+        return Outcome(exit_code=0, stdout="x" * 4096, stderr="", output_cut=True)
+
+    monkeypatch.setattr(commands, "run_confined", ended_as_cut)
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(limits=Limits(output_bytes=4096)))
+    assert await tool.run({"command": "ls"}) == {
+        "exit_code": 0, "stdout": "x" * 4096, "stderr": "", "note": "output over 4,096 bytes was cut"}
+
+
+def test_a_command_is_never_retried_by_the_runtime_and_carries_its_own_time_limit(tmp_path: Path) -> None:
+    """A command stopped half-way may have acted: the graph runtime must not run it again, and its
+    step timeout must leave the command's own limit to fire first (and be reported)."""
+    from saber.tools.system.sandbox import Limits
+
+    tool = exec_tool(Workspace([tmp_path]), CommandPolicy(limits=Limits(wall_seconds=12.5)))
+    assert tool.idempotent is False
+    assert tool.timeout == 12.5

@@ -160,9 +160,24 @@ def _processes_of(uid: int) -> int:
     return count
 
 
+class _Watched(asyncio.subprocess.SubprocessStreamProtocol):
+    """The protocol of ``asyncio.create_subprocess_exec``, telling when the process itself ends:
+    ``Process.wait`` also waits for its output to close, which a background child may hold open."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=2**16, loop=loop)
+        self.ended = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.ended.set()
+
+
 async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path, limits: Limits | None = None) -> Outcome:
     """Run ``argv`` (inside bubblewrap when ``box`` is given, else unconfined in ``cwd``) with the
-    limits (the box's, else ``limits``); output past the cap stops the command and says so."""
+    limits (the box's, else ``limits``); output past the cap stops the command and says so. When
+    the command ends (or is stopped, or the caller is cancelled) whatever it left running in its
+    session is killed: unconfined too, a background child does not outlive the command."""
     limits = box.limits if box is not None else limits or Limits()
     if box is not None:
         inner = SANDBOX_HOME + ("/" + cwd.relative_to(box.workspace).as_posix() if cwd != box.workspace else "")
@@ -170,37 +185,36 @@ async def run_confined(argv: list[str], box: Confinement | None, *, cwd: Path, l
     else:
         full = prlimit_argv(limits, os.geteuid()) + argv
     env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(cwd)}
+    loop = asyncio.get_running_loop()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *full, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
-    except FileNotFoundError:
-        return Outcome(exit_code=127, stdout="", stderr=f"command not found: {argv[0]}")
-    except PermissionError as exc:
-        return Outcome(exit_code=126, stdout="", stderr=f"cannot run {argv[0]}: {exc.strerror}")
+        transport, watched = await loop.subprocess_exec(
+            lambda: _Watched(loop), *full, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    except (FileNotFoundError, PermissionError) as exc:  # the folder: what runs first (bwrap, prlimit) was found
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        return Outcome(exit_code=code, stdout="", stderr=f"cannot run in {cwd}: {exc.strerror}")
+    proc = asyncio.subprocess.Process(transport, watched, loop)
     budget = [limits.output_bytes]
     cut = asyncio.Event()
     assert proc.stdout is not None and proc.stderr is not None
     readers = asyncio.gather(_drain(proc.stdout, budget, cut), _drain(proc.stderr, budget, cut))
     timed_out = False
     reason = ""
+    ended = asyncio.ensure_future(watched.ended.wait())
+    cutter = asyncio.ensure_future(cut.wait())
     try:
-        waiter = asyncio.ensure_future(proc.wait())
-        cutter = asyncio.ensure_future(cut.wait())
-        done, _ = await asyncio.wait({waiter, cutter}, timeout=limits.wall_seconds, return_when=asyncio.FIRST_COMPLETED)
-        if waiter not in done:
+        done, _ = await asyncio.wait({ended, cutter}, timeout=limits.wall_seconds, return_when=asyncio.FIRST_COMPLETED)
+        if ended not in done:
             if cutter in done:
                 reason = f"output over {limits.output_bytes:,} bytes: the command was stopped"
             else:
                 timed_out = True
                 reason = f"timed out after {limits.wall_seconds:g} s: the command was stopped"
-            _kill_group(proc.pid)
-            await proc.wait()
-        cutter.cancel()
     finally:
-        if proc.returncode is None:
-            _kill_group(proc.pid)
-            await proc.wait()
+        ended.cancel()
+        cutter.cancel()
+        _kill_group(proc.pid)
+        await proc.wait()
     out, err = await readers
     return Outcome(exit_code=proc.returncode, stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
                    timed_out=timed_out, output_cut=cut.is_set(), killed_reason=reason)
