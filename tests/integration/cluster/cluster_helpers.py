@@ -125,6 +125,13 @@ def sse_lines(lines: Iterator[str]) -> Iterator[tuple[int, str, dict[str, Any]]]
             seq, kind, data = 0, "", ""
 
 
+def numbers(events: list[tuple[int, str, dict[str, Any]]]) -> list[int]:
+    """The numbers of a run's events, without ``reconnecting`` notices: a follower whose read of
+    Redis stalled (a machine under load can starve it for the stall limit) is told so, numbered
+    as the last event it got, by design; the run's events must still come each once, in order."""
+    return [e[0] for e in events if e[1] != "reconnecting"]
+
+
 def plan_reply(body: dict[str, Any]) -> str:
     """The fake model: a planner request gets a plan of witness steps for the task named in the
     query ("job <task> of <user> steps <n> [slow] [report] [broken]"; with "report", a last step saves

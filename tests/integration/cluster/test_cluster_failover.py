@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cluster_helpers import REDIS_URL, Cluster, cluster_env, plan_reply, sse
+from cluster_helpers import REDIS_URL, Cluster, cluster_env, numbers, plan_reply, sse
 
 from saber.rag import open_store
 from saber.testing import FakeOpenAIServer
@@ -115,7 +115,7 @@ def test_tasks_survive_killed_workers_streams_are_exact_and_limits_hold(cluster:
     resumed = 0
     for task_id, user in tasks:
         seen = events[task_id]
-        assert [e[0] for e in seen] == list(range(1, len(seen) + 1)), f"{task_id}: lost or repeated events"
+        assert numbers(seen) == list(range(1, len(numbers(seen)) + 1)), f"{task_id}: lost or repeated events"
         assert seen[-1][1] == "done" and not seen[-1][2]["interrupted"], (task_id, seen[-6:])
         assert seen[-1][2]["answer"] == "finished"
         with httpx.stream("GET", f"{apis[0]}/api/tasks/{task_id}/events", params={"user_id": user}, timeout=30) as r:
@@ -167,7 +167,7 @@ def test_a_cancel_sent_to_one_node_stops_the_task_on_its_worker(cluster: Cluster
     with httpx.stream("POST", api_b + "/api/tasks/tc/resume", params={"user_id": "u5"}, timeout=60) as r:
         assert r.status_code == 200, r.read()
         resumed = list(sse(r))
-    assert [e[0] for e in resumed] == list(range(seen[-1][0] + 1, seen[-1][0] + 1 + len(resumed))), "numbered on"
+    assert numbers(resumed) == list(range(seen[-1][0] + 1, seen[-1][0] + 1 + len(numbers(resumed)))), "numbered on"
     assert resumed[0][1] == "start" and resumed[-1][1] == "done" and resumed[-1][2]["interrupted"] is False
     assert [e[2]["tool"] for e in resumed if e[1] == "node_start"] == ["witness"] * 3, [(e[1], str(e[2])[:150]) for e in resumed]
     r = httpx.post(api_a + "/api/tasks/tc/resume", params={"user_id": "u5"}, timeout=30)

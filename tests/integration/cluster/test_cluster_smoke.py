@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cluster_helpers import Cluster, free_port, plan_reply, small_cluster, sse
+from cluster_helpers import Cluster, free_port, numbers, plan_reply, small_cluster, sse
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -27,7 +27,7 @@ def test_a_request_runs_on_a_worker_and_streams_from_any_node(cluster: Cluster) 
     with httpx.Client(timeout=60) as client, client.stream("POST", api_a + "/api/chat/stream", json=body) as r:
         assert r.status_code == 200, r.read()
         events = list(sse(r))
-    assert [e[0] for e in events] == list(range(1, len(events) + 1))
+    assert numbers(events) == list(range(1, len(numbers(events)) + 1))
     assert events[-1][1] == "done" and events[-1][2]["answer"] == "finished", events
     assert [e[2]["tool"] for e in events if e[1] == "node_start"] == ["witness", "witness"]
     with httpx.Client(timeout=60) as client, client.stream(
@@ -53,7 +53,7 @@ def test_sigterm_hands_a_run_back_and_another_worker_finishes_it(cluster: Cluste
                 port = free_port()
                 cluster.worker(1, "--metrics-port", str(port))
     assert events[-1][1] == "done" and events[-1][2]["interrupted"] is False, events[-3:]
-    assert [e[0] for e in events] == list(range(1, len(events) + 1))
+    assert numbers(events) == list(range(1, len(numbers(events)) + 1))
     assert "0 run(s) finished, 1 handed back" in cluster.output(first)
     metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
     for line in ('saber_runs_total{mode="react",outcome="done"} 1.0', "saber_runs_taken_over_total 1.0",
