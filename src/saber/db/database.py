@@ -14,8 +14,9 @@ gets ``pool_pre_ping`` on, so a connection a server restart killed is replaced a
 A transaction borrows a connection from the pool and runs its statements on the driver's own
 connection (``sqlite3`` / psycopg): what SQLAlchemy's ``Connection`` adds per statement (result
 objects, type processing) cost about 5× a checkpoint write's CPU, and these statements need none
-of it. Statements are SQL with ``?`` placeholders, adapted here (and only here) to psycopg's
-``%s``. Every call is blocking: synchronous stores are run by their callers in worker threads,
+of it. The stores' statements are SQLAlchemy Core compiled ahead of time (``saber.db.statements``),
+run with ``Tx.run`` and named parameters; ``Tx.execute`` takes plain SQL with ``?`` placeholders
+(adapted here to psycopg's ``%s``) for what is left as text (DDL, ``SET LOCAL``). Every call is blocking: synchronous stores are run by their callers in worker threads,
 async stores hop there with ``asyncio.to_thread``, so no driver call runs on the event loop.
 
 SQLAlchemy is imported when the first database is opened, never by ``import saber.db``.
@@ -106,7 +107,7 @@ class Rows(Protocol):
 
 
 class Tx:
-    """One transaction on one pooled connection: ``execute`` with ``?`` placeholders.
+    """One transaction on one pooled connection: ``run`` a compiled Core statement, or ``execute`` SQL text.
 
     ``conn`` is the driver's connection the pool lent: a ``sqlite3.Connection`` or a
     ``psycopg.Connection``."""
