@@ -68,7 +68,9 @@ def retrying(*, timeout: float | None, wait_initial: float = 0.2, wait_max: floa
 
 
 def backoff(attempt: int, *, initial: float = 0.5, maximum: float = 30.0) -> float:
-    """The wait before try ``attempt`` (1-based) of something that is retried later rather than in
-    a loop (a run handed back to the queue): the same exponential curve, without the jitter
-    (the caller's database clock spreads the tries)."""
+    """The wait before try ``attempt`` (1-based): the project's one exponential curve, doubling
+    from ``initial`` up to ``maximum``. A run handed back to the queue uses it as it is (the
+    database clock spreads the tries); a node's retries, a model call's retries and the vector
+    filler's next pass take it with their own settings and jitter; the reconnecting loops wait
+    with stamina (``retrying``), the same curve with its jitter."""
     return min(maximum, initial * 2.0 ** max(0, attempt - 1))

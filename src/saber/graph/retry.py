@@ -99,7 +99,11 @@ def for_side_effects(failure: Failure, exc: BaseException, tool: Tool | None) ->
 
 
 def backoff_seconds(attempt: int, config: GraphConfig, rng: random.Random) -> float:
-    """Delay after failed attempt number ``attempt`` (1-based): exponential, capped, with jitter."""
-    base = min(config.retry_delay * 2.0 ** (attempt - 1), config.retry_max_delay)
+    """Delay after failed attempt number ``attempt`` (1-based): the project's one exponential curve
+    (``saber.outages.backoff``) from ``retry_delay``, capped at ``retry_max_delay``, less up to
+    ``retry_jitter`` of it at random."""
+    from saber.outages import backoff  # stamina loads only when a node is retried
+
+    base = backoff(attempt, initial=config.retry_delay, maximum=config.retry_max_delay)
     jitter: float = base * config.retry_jitter * rng.random()
     return base - jitter

@@ -55,8 +55,11 @@ class RetryingModel:
             await aclose()
 
     def delay(self, retry: int) -> float:
-        """Seconds to wait before retry number ``retry`` (1-based)."""
-        full = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
+        """Seconds to wait before retry number ``retry`` (1-based): the project's one exponential
+        curve (``saber.outages.backoff``), less up to ``jitter`` of it at random."""
+        from saber.outages import backoff  # stamina loads only when a call is retried
+
+        full = backoff(retry, initial=self.base_delay, maximum=self.max_delay)
         return full * (1.0 - self.jitter * random.random())
 
     def _should_retry(self, exc: ModelError, attempt: int) -> bool:
