@@ -83,13 +83,20 @@ async def test_a_stuck_sync_tool_with_its_own_time_limit_is_stopped_after_the_gr
     assert result.nodes["n1"].error == "timed out after 60 ms", "its own limit plus the grace, not the step timeout"
 
 
-async def test_every_attempt_announces_its_node_tool_and_number() -> None:
+def _busy_once() -> Any:
+    """A tool function that fails once with a retryable error, then answers "ok"."""
     failures = [ToolError("busy", retryable=True)]
 
     async def flaky(args: dict[str, Any]) -> str:
         if failures:
             raise failures.pop()
         return "ok"
+
+    return flaky
+
+
+async def test_every_attempt_announces_its_node_tool_and_number() -> None:
+    flaky = _busy_once()
 
     rec = Recorder()
     await GraphRuntime([Node(id="n1", tool="flaky")], {"flaky": fn_tool("flaky", flaky)},
@@ -129,12 +136,7 @@ async def test_a_refused_call_reports_the_time_it_waited_for_its_answer() -> Non
 
 
 async def test_a_retry_is_announced_as_a_thought_naming_the_node_the_failure_and_the_wait() -> None:
-    failures = [ToolError("busy", retryable=True)]
-
-    async def flaky(args: dict[str, Any]) -> str:
-        if failures:
-            raise failures.pop()
-        return "ok"
+    flaky = _busy_once()
 
     rec = Recorder()
     await GraphRuntime([Node(id="n1", tool="flaky")], {"flaky": fn_tool("flaky", flaky)},
