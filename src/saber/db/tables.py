@@ -8,8 +8,13 @@ Only the build step and the tests import this module: a running store never load
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
+
+from saber.db.statements import PerDialect
 
 metadata = sa.MetaData()
 
@@ -221,3 +226,9 @@ procrastinate_jobs = sa.Table(
     sa.Column("worker_id", sa.BigInteger, sa.ForeignKey("procrastinate_workers.id")),
     info={**_PG_ONLY, "partial": True},
 )
+
+
+def with_each_insert(build: Callable[[Any], Any]) -> PerDialect:
+    """``build(insert)`` with SQLite's and with PostgreSQL's own ``insert``: an upsert's
+    ``on_conflict_do_*`` exists only on the dialects' insert constructs."""
+    return PerDialect(sqlite=build(sqlite.insert), postgresql=build(postgresql.insert))

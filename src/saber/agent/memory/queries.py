@@ -7,13 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql as pg
-from sqlalchemy.dialects import sqlite
 
-from saber.db.statements import PerDialect
 from saber.db.tables import mem_history as history
 from saber.db.tables import mem_memories as memories
 from saber.db.tables import mem_preferences as preferences
+from saber.db.tables import with_each_insert
 
 _p = sa.bindparam
 _MEMORY = tuple(memories.c)
@@ -45,7 +43,7 @@ def _set_preference(insert: Any) -> Any:
         set_={"value": statement.excluded.value, "updated_at": statement.excluded.updated_at})
 
 
-SET_PREFERENCE = PerDialect(sqlite=_set_preference(sqlite.insert), postgresql=_set_preference(pg.insert))
+SET_PREFERENCE = with_each_insert(_set_preference)
 
 DELETE_PREFERENCE = (sa.delete(preferences)
                      .where(preferences.c.user_id == _p("user_id"), preferences.c.key == _p("key"))

@@ -13,7 +13,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
-from sqlalchemy.dialects import sqlite
 
 from saber.db.statements import PerDialect
 from saber.db.tables import rag_chunk_removals as removals
@@ -24,6 +23,7 @@ from saber.db.tables import rag_embed_claims as claims
 from saber.db.tables import rag_meta as meta
 from saber.db.tables import rag_owners as owners
 from saber.db.tables import rag_sections as sections
+from saber.db.tables import with_each_insert
 
 _p = sa.bindparam
 
@@ -49,8 +49,7 @@ def _record_fill_failure(insert: Any) -> Any:
     return statement.on_conflict_do_update(index_elements=[meta.c.key], set_={"value": statement.excluded.value})
 
 
-RECORD_FILL_FAILURE = PerDialect(sqlite=_record_fill_failure(sqlite.insert),
-                                 postgresql=_record_fill_failure(pg.insert))
+RECORD_FILL_FAILURE = with_each_insert(_record_fill_failure)
 
 # -- documents -----------------------------------------------------------------------------------
 
@@ -162,7 +161,7 @@ def _add_owner(insert: Any) -> Any:
     return insert(owners).values(document_id=_p("document_id"), user_id=_p("user_id")).on_conflict_do_nothing()
 
 
-ADD_OWNER = PerDialect(sqlite=_add_owner(sqlite.insert), postgresql=_add_owner(pg.insert))
+ADD_OWNER = with_each_insert(_add_owner)
 OWNERS = sa.select(owners.c.user_id).where(owners.c.document_id == _p("document_id"))
 OWNED_BY = sa.select(owners.c.document_id).where(owners.c.user_id == _p("user_id"))
 RELEASE = sa.delete(owners).where(owners.c.document_id == _p("document_id"), owners.c.user_id == _p("user_id"))
